@@ -1,0 +1,49 @@
+//! Engine benchmarks (run: `cargo bench --bench engine`):
+//! - the whole 17920-node adult lattice with every index, by roll-ups;
+//! - one direct node evaluation over adult replicated 100× (3,016,200 rows, built here).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use pbg::{Dataset, Evaluator, Profile};
+
+fn adult() -> (Profile, Dataset) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/adult/adult.toml");
+    let profile = Profile::from_toml_file(&path).expect("adult profile");
+    let ds = Dataset::load(&profile).expect("adult data");
+    (profile, ds)
+}
+
+fn lattice(c: &mut Criterion) {
+    let (_, ds) = adult();
+    let ev = Evaluator::new(Arc::new(ds)).unwrap();
+    let mut g = c.benchmark_group("adult");
+    g.sample_size(20);
+    g.bench_function("lattice_17920_nodes", |b| {
+        b.iter(|| black_box(ev.evaluate_lattice(&|| {}).unwrap()))
+    });
+    g.finish();
+}
+
+fn direct_3m(c: &mut Criterion) {
+    let (profile, ds) = adult();
+    let mut table = ds.table.clone();
+    table.batches = (0..100)
+        .flat_map(|_| ds.table.batches.iter().cloned())
+        .collect();
+    let rows = table.num_rows();
+    let ev = Evaluator::new(Arc::new(Dataset::from_table(&profile, table).unwrap())).unwrap();
+    let node = [2u8, 1, 1, 1, 0, 1, 2, 1];
+    let mut g = c.benchmark_group("adult_x100");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(rows as u64));
+    g.bench_function("direct_node_3016200_rows", |b| {
+        b.iter(|| black_box(ev.evaluate(&node).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lattice, direct_3m);
+criterion_main!(benches);

@@ -1,0 +1,184 @@
+//! Cell tables: sorted counts of (class key, value) pairs of one node.
+
+use arrow::array::{AsArray, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::UInt32Type;
+use rayon::prelude::*;
+
+use super::KeyLayout;
+use super::counter::Counter;
+use crate::encode::EncodedQi;
+use crate::error::Result;
+
+/// Rows per parallel chunk of a direct evaluation.
+pub(crate) const CHUNK_ROWS: usize = 1 << 16;
+
+/// One cell: a packed `(class key << value_bits) | value` and its number of rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell {
+    /// Packed class key and value code.
+    pub key: u64,
+    /// Rows in the cell.
+    pub count: u64,
+}
+
+/// The sorted cells of a node for one attribute (sensitive or class label). Cells of one
+/// equivalence class are contiguous.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellTable {
+    cells: Vec<Cell>,
+    value_bits: u32,
+}
+
+/// Per-node gather tables: the group code of every leaf code for each QI at its level, as Arrow
+/// arrays for the `take` kernel (`None` where the level is the identity or the single top group).
+pub(crate) struct NodeGather {
+    groups: Vec<Option<UInt32Array>>,
+    top: Vec<bool>,
+}
+
+impl NodeGather {
+    pub(crate) fn new(qis: &[EncodedQi], node: &[u8]) -> Self {
+        let mut groups = Vec::with_capacity(qis.len());
+        let mut top = Vec::with_capacity(qis.len());
+        for (q, &l) in qis.iter().zip(node) {
+            let level = q.hierarchy.level(l);
+            top.push(level.labels.len() == 1);
+            groups.push((l > 0).then(|| UInt32Array::from(level.group_of_leaf.clone())));
+        }
+        NodeGather { groups, top }
+    }
+
+    /// Writes the class key of rows `start..start + out.len()` into `out`: one vectorized gather per
+    /// QI, then a shift-or into the key.
+    pub(crate) fn fill(
+        &self,
+        qis: &[EncodedQi],
+        layout: &KeyLayout,
+        start: usize,
+        out: &mut [u64],
+    ) -> Result<()> {
+        out.fill(0);
+        for (d, q) in qis.iter().enumerate() {
+            if self.top[d] {
+                continue; // one group: code 0 everywhere
+            }
+            let shift = layout.shift(d);
+            let leaf = q.codes.slice(start, out.len());
+            match &self.groups[d] {
+                None => {
+                    for (k, &c) in out.iter_mut().zip(leaf.values()) {
+                        *k |= (c as u64) << shift;
+                    }
+                }
+                Some(groups) => {
+                    let g = take(groups, &leaf, None)?;
+                    for (k, &c) in out.iter_mut().zip(g.as_primitive::<UInt32Type>().values()) {
+                        *k |= (c as u64) << shift;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CellTable {
+    /// Direct evaluation: groups the rows of `qis` at `node` with their `values` (sensitive or
+    /// class codes), in parallel over row chunks.
+    pub fn from_rows(
+        qis: &[EncodedQi],
+        node: &[u8],
+        layout: &KeyLayout,
+        values: &UInt32Array,
+        value_bits: u32,
+    ) -> Result<Self> {
+        let gather = NodeGather::new(qis, node);
+        let n = values.len();
+        let starts: Vec<usize> = (0..n).step_by(CHUNK_ROWS).collect();
+        let counter = starts
+            .par_iter()
+            .try_fold(
+                || Counter::with_capacity(1024),
+                |mut counter, &start| -> Result<Counter> {
+                    let len = CHUNK_ROWS.min(n - start);
+                    let mut keys = vec![0u64; len];
+                    gather.fill(qis, layout, start, &mut keys)?;
+                    for (k, &v) in keys.iter().zip(&values.values()[start..start + len]) {
+                        counter.add((k << value_bits) | v as u64, 1);
+                    }
+                    Ok(counter)
+                },
+            )
+            .try_reduce(
+                || Counter::with_capacity(8),
+                |a, b| {
+                    let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+                    big.merge(&small);
+                    Ok(big)
+                },
+            )?;
+        Ok(CellTable {
+            cells: counter.into_sorted_cells(),
+            value_bits,
+        })
+    }
+
+    /// Roll-up: the table of the node one level coarser in QI `d`, where `up` maps QI `d`'s group
+    /// codes at the finer level to the coarser level. Only cells are touched, never rows.
+    pub fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
+        let shift = layout.shift(d) + self.value_bits;
+        let mut counter = Counter::with_capacity(self.cells.len());
+        for c in &self.cells {
+            let code = layout.code(c.key >> self.value_bits, d);
+            let key = c.key ^ (((code ^ up[code as usize]) as u64) << shift);
+            counter.add(key, c.count);
+        }
+        CellTable {
+            cells: counter.into_sorted_cells(),
+            value_bits: self.value_bits,
+        }
+    }
+
+    /// The cells, sorted by key.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// Number of cells.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether there are no cells.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Class key of a cell.
+    #[inline]
+    pub fn class_of(&self, cell: &Cell) -> u64 {
+        cell.key >> self.value_bits
+    }
+
+    /// Value code of a cell.
+    #[inline]
+    pub fn value_of(&self, cell: &Cell) -> u32 {
+        (cell.key & ((1u64 << self.value_bits) - 1)) as u32
+    }
+
+    /// The cells of each equivalence class, class by class in key order.
+    pub fn classes(&self) -> impl Iterator<Item = &[Cell]> {
+        let vb = self.value_bits;
+        self.cells.chunk_by(move |a, b| a.key >> vb == b.key >> vb)
+    }
+
+    /// Rows of `(class_key, value)`, zero if absent.
+    pub fn count(&self, class_key: u64, value: u32) -> u64 {
+        let key = (class_key << self.value_bits) | value as u64;
+        self.cells
+            .binary_search_by_key(&key, |c| c.key)
+            .map(|i| self.cells[i].count)
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,82 @@
+//! Packing of generalized codes into one integer class key (bit fields, one per QI).
+
+use crate::error::{PbgError, Result};
+
+/// Bit layout of class keys: QI `d` occupies `bits[d]` bits at `shifts[d]`; a cell key appends the
+/// value code below the class key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLayout {
+    shifts: Vec<u32>,
+    masks: Vec<u64>,
+    class_bits: u32,
+}
+
+/// Bits needed to hold codes `0..n`.
+pub fn bits_for(n: usize) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        usize::BITS - (n - 1).leading_zeros()
+    }
+}
+
+impl KeyLayout {
+    /// A layout for QIs with these leaf counts; cell keys must also hold `value_counts` (the
+    /// sensitive and class domains), so the whole must fit 63 bits.
+    pub fn new(names: &[&str], leaf_counts: &[usize], value_counts: &[usize]) -> Result<Self> {
+        let mut shifts = Vec::with_capacity(leaf_counts.len());
+        let mut masks = Vec::with_capacity(leaf_counts.len());
+        let mut shift = 0u32;
+        // The last QI takes the low bits so that sorted keys follow the node's natural order.
+        for &n in leaf_counts.iter().rev() {
+            let b = bits_for(n);
+            shifts.push(shift);
+            masks.push(if b == 0 { 0 } else { (1u64 << b) - 1 });
+            shift += b;
+        }
+        shifts.reverse();
+        masks.reverse();
+        let value_bits = value_counts.iter().map(|&n| bits_for(n)).max().unwrap_or(0);
+        let total = shift + value_bits;
+        if total > 63 {
+            let detail = names
+                .iter()
+                .zip(leaf_counts)
+                .map(|(n, &c)| format!("{n}: {} bits for {c} leaves", bits_for(c)))
+                .chain(std::iter::once(format!("values: {value_bits} bits")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(PbgError::KeyTooLarge {
+                bits: total,
+                detail,
+            });
+        }
+        Ok(KeyLayout {
+            shifts,
+            masks,
+            class_bits: shift,
+        })
+    }
+
+    /// Number of QIs.
+    pub fn width(&self) -> usize {
+        self.shifts.len()
+    }
+
+    /// Bit offset of QI `d`.
+    #[inline]
+    pub fn shift(&self, d: usize) -> u32 {
+        self.shifts[d]
+    }
+
+    /// The code of QI `d` in a class key.
+    #[inline]
+    pub fn code(&self, class_key: u64, d: usize) -> u32 {
+        ((class_key >> self.shifts[d]) & self.masks[d]) as u32
+    }
+
+    /// Bits used by class keys.
+    pub fn class_bits(&self) -> u32 {
+        self.class_bits
+    }
+}

@@ -1,0 +1,58 @@
+//! `pbg evaluate <profile> --node L1,L2,... [--vectors] [--format json|table]`
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::output::{indices_json, key_value_table};
+use super::profile_args::ProfileArgs;
+
+/// Output formats of `evaluate`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    /// One JSON object.
+    Json,
+    /// A key/value table.
+    Table,
+}
+
+/// Arguments of `pbg evaluate`.
+#[derive(Args, Debug)]
+pub struct EvaluateArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// The node: one level per QI, in profile order, e.g. 1,0,2.
+    #[arg(long, value_name = "L1,L2,...")]
+    node: String,
+    /// Also print the per-tuple property vectors p_equiv, p_sens, p_glm (and p_cm).
+    #[arg(long)]
+    vectors: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
+}
+
+/// Runs `pbg evaluate`.
+pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
+    let ev = a.profile.evaluator()?;
+    let node = ev.parse_node(&a.node)?;
+    let with_cm = ev.dataset().class.is_some();
+    let mut m = if a.vectors {
+        let (ix, v) = ev.property_vectors(&node)?;
+        let mut m = indices_json(&ix, ev.lattice().size(), with_cm);
+        m.insert("p_equiv".into(), json!(v.p_equiv));
+        m.insert("p_sens".into(), json!(v.p_sens));
+        m.insert("p_glm".into(), json!(v.p_glm));
+        if let Some(cm) = v.p_cm {
+            m.insert("p_cm".into(), json!(cm));
+        }
+        m
+    } else {
+        indices_json(&ev.evaluate(&node)?, ev.lattice().size(), with_cm)
+    };
+    m.insert("qis".into(), json!(ev.qi_names()));
+    match a.format {
+        Format::Json => println!("{}", serde_json::Value::Object(m)),
+        Format::Table => print!("{}", key_value_table(&m)),
+    }
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! Command-line parsing and dispatch. Each subcommand lives in its own module.
+
+mod anonymize;
+mod evaluate;
+mod lattice;
+mod output;
+mod profile_args;
+
+use clap::{Parser, Subcommand};
+
+/// Property based generalization: evaluate, search and apply anonymizations of tabular data.
+#[derive(Parser)]
+#[command(name = "pbg", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate one lattice node: classes, k, l, suppression, GLM, S_k, S_l, CM.
+    Evaluate(evaluate::EvaluateArgs),
+    /// Evaluate every node of the lattice (parallel, by roll-ups).
+    Lattice(lattice::LatticeArgs),
+    /// Write the release of one node, verified, atomically.
+    Anonymize(anonymize::AnonymizeArgs),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn run() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Evaluate(a) => evaluate::run(a),
+        Command::Lattice(a) => lattice::run(a),
+        Command::Anonymize(a) => anonymize::run(a),
+    }
+}

@@ -1,0 +1,122 @@
+//! The profile flags every data command accepts: a TOML profile and/or inline flags.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use pbg::hierarchy::HierarchySpec;
+use pbg::profile::{QiSpec, parse_delimiter};
+use pbg::{Dataset, Evaluator, PbgError, Profile, SuppressionLimit};
+
+/// A profile from a TOML file (positional or `--config`), from flags, or a file with flags on top.
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// TOML profile (same as --config).
+    #[arg(value_name = "PROFILE")]
+    profile: Option<PathBuf>,
+    /// TOML profile.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Input table, CSV (header row) or Parquet.
+    #[arg(long, value_name = "PATH")]
+    input: Option<PathBuf>,
+    /// CSV delimiter (one character, or `tab`).
+    #[arg(long, value_name = "C")]
+    delimiter: Option<String>,
+    /// A quasi-identifier and its ARX-format hierarchy; node order = order of these flags.
+    #[arg(long = "qi", value_name = "NAME=HIERARCHY_CSV")]
+    qi: Vec<String>,
+    /// The sensitive attribute.
+    #[arg(long, value_name = "NAME")]
+    sensitive: Option<String>,
+    /// The class attribute (for CM).
+    #[arg(long, value_name = "NAME")]
+    class: Option<String>,
+    /// An identifier column to drop (repeatable).
+    #[arg(long = "identifier", value_name = "NAME")]
+    identifiers: Vec<String>,
+    /// Suppression limit: rows (301) or percent (1%).
+    #[arg(long, value_name = "ROWS|PCT%")]
+    suppression_limit: Option<String>,
+}
+
+const FLAGS: &str = "command line";
+
+impl ProfileArgs {
+    /// Resolves the profile: the TOML file if any, with the flags applied over it.
+    pub fn profile(&self) -> Result<Profile, PbgError> {
+        let file = match (&self.profile, &self.config) {
+            (Some(_), Some(_)) => {
+                return Err(PbgError::profile(
+                    FLAGS,
+                    "give the profile either as PROFILE or --config, not both",
+                ));
+            }
+            (Some(p), None) | (None, Some(p)) => Some(Profile::from_toml_file(p)?),
+            (None, None) => None,
+        };
+        let qis = self
+            .qi
+            .iter()
+            .map(|q| {
+                let (name, path) = q.split_once('=').ok_or_else(|| {
+                    PbgError::profile(FLAGS, format!("--qi `{q}` must be NAME=HIERARCHY_CSV"))
+                })?;
+                Ok(QiSpec {
+                    name: name.to_string(),
+                    hierarchy: HierarchySpec::Arx {
+                        path: PathBuf::from(path),
+                    },
+                    null_as: None,
+                })
+            })
+            .collect::<Result<Vec<_>, PbgError>>()?;
+        let mut profile = match file {
+            Some(p) => p,
+            None => Profile {
+                origin: FLAGS.into(),
+                input: self.input.clone().ok_or_else(|| {
+                    PbgError::profile(
+                        FLAGS,
+                        "no profile: give PROFILE, --config FILE or --input PATH",
+                    )
+                })?,
+                delimiter: b',',
+                qis: Vec::new(),
+                sensitive: self.sensitive.clone().ok_or_else(|| {
+                    PbgError::profile(FLAGS, "--sensitive NAME is required without a profile file")
+                })?,
+                class: None,
+                identifiers: Vec::new(),
+                suppression: SuppressionLimit::Rows(0),
+            },
+        };
+        if let Some(i) = &self.input {
+            profile.input = i.clone();
+        }
+        if let Some(d) = &self.delimiter {
+            profile.delimiter = parse_delimiter(d)?;
+        }
+        if !qis.is_empty() {
+            profile.qis = qis;
+        }
+        if let Some(s) = &self.sensitive {
+            profile.sensitive = s.clone();
+        }
+        if let Some(c) = &self.class {
+            profile.class = Some(c.clone());
+        }
+        profile.identifiers.extend(self.identifiers.iter().cloned());
+        if let Some(s) = &self.suppression_limit {
+            profile.suppression = SuppressionLimit::parse(s)?;
+        }
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    /// Loads and encodes the data, ready to evaluate.
+    pub fn evaluator(&self) -> Result<Evaluator, PbgError> {
+        let profile = self.profile()?;
+        Evaluator::new(Arc::new(Dataset::load(&profile)?))
+    }
+}

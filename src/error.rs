@@ -1,0 +1,142 @@
+//! Typed errors of the engine. Every message names the culprit: file, column, value, row.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the library.
+pub type Result<T, E = PbgError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong between reading an input and writing a release.
+#[derive(Debug, thiserror::Error)]
+pub enum PbgError {
+    /// A file could not be opened, read, written or renamed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A CSV or Parquet file could not be parsed.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file concerned.
+        path: PathBuf,
+        /// What the reader reported (it names the line for ragged CSV rows).
+        message: String,
+    },
+    /// The profile (TOML or flags) is malformed or inconsistent.
+    #[error("profile {origin}: {message}")]
+    Profile {
+        /// The config file, or `command line`.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A column named by the profile is not in the input.
+    #[error("{path}: no column `{column}` (the columns are: {available})")]
+    UnknownColumn {
+        /// The input file.
+        path: PathBuf,
+        /// The missing column.
+        column: String,
+        /// The columns the file has, comma separated.
+        available: String,
+    },
+    /// A hierarchy is malformed (ragged, not nested, too few levels, duplicate leaf, ...).
+    #[error("hierarchy for `{column}` ({source_name}): {message}")]
+    Hierarchy {
+        /// The QI the hierarchy belongs to.
+        column: String,
+        /// Where it came from: a file path or `inline table`, `mask`, ...
+        source_name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value present in the data is not a leaf of its hierarchy.
+    #[error(
+        "column `{column}`: value `{value}` (first at data row {row}) is not a leaf of its hierarchy ({source_name})"
+    )]
+    ValueNotInHierarchy {
+        /// The QI column.
+        column: String,
+        /// The value's text form.
+        value: String,
+        /// 1-based data row (header excluded) of its first occurrence.
+        row: usize,
+        /// Where the hierarchy came from.
+        source_name: String,
+    },
+    /// A null where the profile does not allow one.
+    #[error("column `{column}`: null at data row {row}; {hint}")]
+    NullValue {
+        /// The column.
+        column: String,
+        /// 1-based data row.
+        row: usize,
+        /// How to fix it.
+        hint: String,
+    },
+    /// The input holds no rows.
+    #[error("{path}: the table is empty (no data rows)")]
+    EmptyTable {
+        /// The input file.
+        path: PathBuf,
+    },
+    /// A node does not fit the lattice.
+    #[error("node {node}: {message}")]
+    Node {
+        /// The node as given.
+        node: String,
+        /// What is wrong (length, level out of range, unparsable level).
+        message: String,
+    },
+    /// The suppression limit could not be understood.
+    #[error(
+        "suppression limit `{text}`: {message} (write a row count such as 301 or a percentage such as 1%)"
+    )]
+    SuppressionLimit {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The generalized codes of all QIs (plus the sensitive code) do not fit one 64-bit key.
+    #[error(
+        "the quasi-identifiers need {bits} bits to pack a class key ({detail}); at most 63 fit: use fewer QIs or coarser leaves"
+    )]
+    KeyTooLarge {
+        /// Bits needed.
+        bits: u32,
+        /// Bits per column.
+        detail: String,
+    },
+    /// A release failed its verification after it was written.
+    #[error("verification of {path} failed: {message}")]
+    Verification {
+        /// The temporary file that was checked (it is removed).
+        path: PathBuf,
+        /// What did not hold.
+        message: String,
+    },
+    /// An Arrow kernel failed (an internal invariant, reported rather than panicking).
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+}
+
+impl PbgError {
+    /// A profile error from the given origin.
+    pub fn profile(origin: impl Into<String>, message: impl Into<String>) -> Self {
+        PbgError::Profile {
+            origin: origin.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error on a path.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        PbgError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! ARX-format hierarchy files: no header, one row per leaf, `;` or `,` separated.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray};
+use arrow::csv::ReaderBuilder;
+use arrow::datatypes::{DataType, Field, Schema};
+
+use super::{Hierarchy, LossModel};
+use crate::error::{PbgError, Result};
+
+/// Loads an ARX hierarchy CSV for `column`; the delimiter is `;` if the first line has one, else `,`.
+pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
+    let source = path.display().to_string();
+    let err = |message: String| PbgError::Hierarchy {
+        column: column.to_string(),
+        source_name: source.clone(),
+        message,
+    };
+    let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
+    let mut first = String::new();
+    BufReader::new(&mut file)
+        .read_line(&mut first)
+        .map_err(|e| PbgError::io(path, e))?;
+    if first.trim().is_empty() {
+        return Err(err("the file is empty or starts with an empty line".into()));
+    }
+    let delimiter = if first.contains(';') { b';' } else { b',' };
+    let width = first
+        .trim_end_matches(['\r', '\n'])
+        .split(delimiter as char)
+        .count();
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| PbgError::io(path, e))?;
+    let schema = Arc::new(Schema::new(
+        (0..width)
+            .map(|i| Field::new(format!("level{i}"), DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
+    let reader = ReaderBuilder::new(schema)
+        .with_header(false)
+        .with_delimiter(delimiter)
+        .build(file)
+        .map_err(|e| err(e.to_string()))?;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for batch in reader {
+        // arrow names the offending line of a ragged file.
+        let batch = batch.map_err(|e| {
+            err(format!(
+                "{e} (every row needs {width} levels, as the first)"
+            ))
+        })?;
+        let cols: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| c.as_string::<i32>())
+            .collect();
+        for r in 0..batch.num_rows() {
+            let mut row = Vec::with_capacity(width);
+            for (l, c) in cols.iter().enumerate() {
+                if c.is_null(r) {
+                    return Err(err(format!(
+                        "row {} has an empty label at level {l}",
+                        rows.len() + 1
+                    )));
+                }
+                row.push(c.value(r).to_string());
+            }
+            rows.push(row);
+        }
+    }
+    Hierarchy::from_rows(column, &source, &rows, LossModel::LeafCount)
+}

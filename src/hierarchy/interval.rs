@@ -1,0 +1,81 @@
+//! Numeric interval hierarchies built over the values found in the data.
+
+use std::collections::HashMap;
+
+use super::{Hierarchy, LossModel};
+use crate::error::{PbgError, Result};
+
+/// Formats a bound without a trailing `.0` for whole numbers.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+pub(super) fn build(
+    column: &str,
+    values: &[(String, usize)],
+    widths: &[f64],
+    origin: f64,
+    cuts: &[Vec<f64>],
+) -> Result<Hierarchy> {
+    let source = "interval hierarchy";
+    let err = |message: String| PbgError::Hierarchy {
+        column: column.to_string(),
+        source_name: source.to_string(),
+        message,
+    };
+    if widths.is_empty() == cuts.is_empty() {
+        return Err(err(
+            "give either `widths` or `cuts` (one list per level), not both or neither".into(),
+        ));
+    }
+    if let Some(w) = widths.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
+        return Err(err(format!("width {w} is not a positive number")));
+    }
+    let mut leaves: Vec<(f64, &str)> = Vec::with_capacity(values.len());
+    for (text, row) in values {
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| PbgError::ValueNotInHierarchy {
+                column: column.to_string(),
+                value: text.clone(),
+                row: *row,
+                source_name: "interval hierarchy: the value is not a number".into(),
+            })?;
+        leaves.push((v, text));
+    }
+    leaves.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (min, max) = (leaves[0].0, leaves[leaves.len() - 1].0);
+    let n_levels = widths.len().max(cuts.len());
+    let mut bounds: Vec<HashMap<String, (f64, f64)>> = vec![HashMap::new(); n_levels + 2];
+    let mut rows = Vec::with_capacity(leaves.len());
+    for &(v, text) in &leaves {
+        let mut row = vec![text.to_string()];
+        bounds[0].insert(text.to_string(), (v, v));
+        for l in 0..n_levels {
+            let (label, lo, hi) = if !widths.is_empty() {
+                let w = widths[l];
+                let lo = origin + ((v - origin) / w).floor() * w;
+                (format!("[{},{})", num(lo), num(lo + w)), lo, lo + w)
+            } else {
+                let c = &cuts[l];
+                match c.iter().position(|&x| v < x) {
+                    Some(0) => (format!("<{}", num(c[0])), min, c[0]),
+                    Some(i) => (format!("[{},{})", num(c[i - 1]), num(c[i])), c[i - 1], c[i]),
+                    None if c.is_empty() => ("*".to_string(), min, max),
+                    None => (format!(">={}", num(c[c.len() - 1])), c[c.len() - 1], max),
+                }
+            };
+            bounds[l + 1].insert(label.clone(), (lo, hi));
+            row.push(label);
+        }
+        row.push("*".to_string());
+        bounds[n_levels + 1].insert("*".to_string(), (min, max));
+        rows.push(row);
+    }
+    Hierarchy::from_rows(column, source, &rows, LossModel::Range(&bounds))
+}

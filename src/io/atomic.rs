@@ -1,0 +1,88 @@
+//! Atomic output: write to a temporary file beside the target, verify, then rename into place.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{PbgError, Result};
+
+/// A temporary file that becomes `target` only on [`AtomicFile::commit`]; dropped uncommitted, it is
+/// removed, so a failed or killed run never leaves a partial output and never touches the old one.
+#[derive(Debug)]
+pub struct AtomicFile {
+    target: PathBuf,
+    temp: PathBuf,
+    committed: bool,
+}
+
+impl AtomicFile {
+    /// Plans an atomic write of `target`; the temporary file lives in the same directory so that
+    /// the final rename cannot cross file systems.
+    pub fn new(target: &Path) -> Result<Self> {
+        let name = target
+            .file_name()
+            .ok_or_else(|| {
+                PbgError::profile(
+                    "command line",
+                    format!("output {} names no file", target.display()),
+                )
+            })?
+            .to_string_lossy()
+            .into_owned();
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(PbgError::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "output directory does not exist",
+                ),
+            ));
+        }
+        // Keep the extension last so format detection by extension still works on the temp file.
+        let temp = dir.join(format!(
+            ".{}.pbg-tmp-{}.{}",
+            name,
+            std::process::id(),
+            extension(target)
+        ));
+        Ok(AtomicFile {
+            target: target.to_path_buf(),
+            temp,
+            committed: false,
+        })
+    }
+
+    /// The temporary path to write to.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// The final path.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Renames the temporary file into place.
+    pub fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+fn extension(p: &Path) -> String {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("out")
+        .to_string()
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Input and output: tables read with the arrow CSV and Parquet readers, releases written atomically.
+
+mod atomic;
+mod read;
+mod write;
+
+pub use atomic::AtomicFile;
+pub use read::{Table, read_table};
+pub use write::{OutputFormat, write_batches};

@@ -1,0 +1,148 @@
+//! Reads a CSV (header row, any delimiter) or Parquet file into Arrow record batches.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::compute::concat;
+use arrow::csv::ReaderBuilder;
+use arrow::csv::reader::Format;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::error::{PbgError, Result};
+
+/// Rows per record batch when reading CSV.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// An input table: its file, schema and record batches.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// The file it was read from (named in every error).
+    pub path: PathBuf,
+    /// The schema the reader chose.
+    pub schema: SchemaRef,
+    /// The data, in file order.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    /// Number of data rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+
+    /// Index of a column, or an error naming the file and listing the columns it has.
+    pub fn column_index(&self, name: &str) -> Result<usize> {
+        self.schema
+            .index_of(name)
+            .map_err(|_| PbgError::UnknownColumn {
+                path: self.path.clone(),
+                column: name.to_string(),
+                available: self
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// One column as a single array (batches concatenated).
+    pub fn column(&self, index: usize) -> Result<ArrayRef> {
+        let parts: Vec<&dyn arrow::array::Array> = self
+            .batches
+            .iter()
+            .map(|b| b.column(index).as_ref())
+            .collect();
+        if parts.is_empty() {
+            return Ok(arrow::array::new_empty_array(
+                self.schema.field(index).data_type(),
+            ));
+        }
+        Ok(concat(&parts)?)
+    }
+}
+
+/// Reads `path` as Parquet (by the `.parquet`/`.parq` extension) or CSV with the given delimiter.
+///
+/// CSV types are inferred from the whole file so that a late odd value cannot break the read.
+pub fn read_table(path: &Path, delimiter: u8) -> Result<Table> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let table = if ext == "parquet" || ext == "parq" {
+        read_parquet(path)?
+    } else {
+        read_csv(path, delimiter)?
+    };
+    if table.num_rows() == 0 {
+        return Err(PbgError::EmptyTable {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(table)
+}
+
+fn format_err(path: &Path, e: impl std::fmt::Display) -> PbgError {
+    PbgError::Format {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn read_csv(path: &Path, delimiter: u8) -> Result<Table> {
+    let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
+    let format = Format::default()
+        .with_header(true)
+        .with_delimiter(delimiter);
+    let (schema, _) = format
+        .infer_schema(&mut file, None)
+        .map_err(|e| format_err(path, e))?;
+    if schema.fields().is_empty() {
+        return Err(PbgError::EmptyTable {
+            path: path.to_path_buf(),
+        });
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| PbgError::io(path, e))?;
+    let schema = Arc::new(schema);
+    let reader = ReaderBuilder::new(schema.clone())
+        .with_format(format)
+        .with_batch_size(BATCH_ROWS)
+        .build(file)
+        .map_err(|e| format_err(path, e))?;
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| format_err(path, e))?;
+    Ok(Table {
+        path: path.to_path_buf(),
+        schema,
+        batches,
+    })
+}
+
+fn read_parquet(path: &Path) -> Result<Table> {
+    let file = File::open(path).map_err(|e| PbgError::io(path, e))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| format_err(path, e))?;
+    let schema = builder.schema().clone();
+    let reader = builder
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| format_err(path, e))?;
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| format_err(path, e))?;
+    Ok(Table {
+        path: path.to_path_buf(),
+        schema,
+        batches,
+    })
+}

@@ -1,0 +1,79 @@
+//! Writes record batches as CSV or Parquet.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::error::{PbgError, Result};
+
+/// File formats a release or report can be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Comma separated, header row.
+    Csv,
+    /// Parquet, zstd compressed.
+    Parquet,
+}
+
+impl OutputFormat {
+    /// Chooses the format from a file name's extension (`.parquet`/`.parq` → Parquet, else CSV).
+    pub fn from_path(path: &Path) -> Self {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase())
+        {
+            Some(e) if e == "parquet" || e == "parq" => OutputFormat::Parquet,
+            _ => OutputFormat::Csv,
+        }
+    }
+}
+
+fn fail(path: &Path, e: impl std::fmt::Display) -> PbgError {
+    PbgError::Format {
+        path: path.to_path_buf(),
+        message: format!("while writing: {e}"),
+    }
+}
+
+/// Writes `batches` to `path` in `format` and syncs the file to disk.
+pub fn write_batches(
+    path: &Path,
+    format: OutputFormat,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    let file = File::create(path).map_err(|e| PbgError::io(path, e))?;
+    match format {
+        OutputFormat::Csv => {
+            let mut w = arrow::csv::WriterBuilder::new()
+                .with_header(true)
+                .build(BufWriter::new(file));
+            for b in batches {
+                w.write(b).map_err(|e| fail(path, e))?;
+            }
+            let buf = w.into_inner();
+            let file = buf.into_inner().map_err(|e| fail(path, e))?;
+            file.sync_all().map_err(|e| PbgError::io(path, e))?;
+        }
+        OutputFormat::Parquet => {
+            let props = WriterProperties::builder()
+                .set_compression(Compression::ZSTD(ZstdLevel::default()))
+                .build();
+            let mut w =
+                ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(path, e))?;
+            for b in batches {
+                w.write(b).map_err(|e| fail(path, e))?;
+            }
+            let file = w.into_inner().map_err(|e| fail(path, e))?;
+            file.sync_all().map_err(|e| PbgError::io(path, e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! # pbg — property based generalization over Arrow, Parquet and DataFusion
+//!
+//! The engine is a pipeline: [`io`] reads tables, [`hierarchy`] holds the DGHs, [`encode`] turns
+//! values into integer codes once, [`classes`] groups rows into equivalence classes (and rolls
+//! coarser nodes up from finer ones), [`evaluate`] computes every index of a node ([`indices`]) and
+//! sweeps the [`lattice`], [`properties`] gives per-tuple property vectors, and [`release`] writes
+//! verified anonymized tables. The CLI is a thin face over this library.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use pbg::{Dataset, Evaluator, Profile};
+//!
+//! let profile = Profile::from_toml_file("datasets/adult/adult.toml".as_ref())?;
+//! let evaluator = Evaluator::new(Arc::new(Dataset::load(&profile)?))?;
+//! let indices = evaluator.evaluate(&[1, 1, 1, 1, 1, 1, 1, 1])?;
+//! println!("k = {}, GLM = {}", indices.k, indices.glm);
+//! # Ok::<(), pbg::PbgError>(())
+//! ```
+
+pub mod classes;
+pub mod encode;
+pub mod error;
+pub mod evaluate;
+pub mod hierarchy;
+pub mod indices;
+pub mod io;
+pub mod lattice;
+pub mod profile;
+pub mod properties;
+pub mod quality;
+pub mod release;
+pub mod suppression;
+
+pub use encode::Dataset;
+pub use error::{PbgError, Result};
+pub use evaluate::{Evaluator, NodeTables};
+pub use indices::NodeIndices;
+pub use lattice::{Lattice, Node};
+pub use profile::{Profile, SuppressionLimit};

@@ -1,0 +1,246 @@
+//! The anonymization profile: input, quasi-identifiers with hierarchies (in node order), sensitive
+//! and class attributes, identifiers to drop, and the suppression limit. Declared in TOML or by flags.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{PbgError, Result};
+use crate::hierarchy::HierarchySpec;
+
+/// A quasi-identifier and its hierarchy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QiSpec {
+    /// Column name.
+    pub name: String,
+    /// Its hierarchy.
+    pub hierarchy: HierarchySpec,
+    /// Text a null takes before it is looked up in the hierarchy (nulls are an error without it).
+    pub null_as: Option<String>,
+}
+
+/// The suppression limit η, in rows or as a share of the table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SuppressionLimit {
+    /// At most this many rows.
+    Rows(u64),
+    /// At most this percentage of the rows (rounded down).
+    Percent(f64),
+}
+
+impl SuppressionLimit {
+    /// Parses `301` or `1%` / `0.5%`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let t = text.trim();
+        let bad = |message: &str| PbgError::SuppressionLimit {
+            text: text.to_string(),
+            message: message.to_string(),
+        };
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| bad("not a number before %"))?;
+            if !(0.0..=100.0).contains(&v) {
+                return Err(bad("a percentage must lie between 0 and 100"));
+            }
+            Ok(SuppressionLimit::Percent(v))
+        } else {
+            t.parse::<u64>()
+                .map(SuppressionLimit::Rows)
+                .map_err(|_| bad("not a whole number of rows"))
+        }
+    }
+
+    /// η in rows for a table of `n` rows.
+    pub fn rows(&self, n: usize) -> u64 {
+        match *self {
+            SuppressionLimit::Rows(r) => r,
+            SuppressionLimit::Percent(p) => ((p / 100.0) * n as f64 + 1e-9).floor() as u64,
+        }
+    }
+}
+
+/// A whole profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Where it was declared (config path or `command line`), for messages.
+    pub origin: String,
+    /// The input table (CSV or Parquet).
+    pub input: PathBuf,
+    /// CSV delimiter.
+    pub delimiter: u8,
+    /// Quasi-identifiers in node order.
+    pub qis: Vec<QiSpec>,
+    /// The sensitive attribute.
+    pub sensitive: String,
+    /// The class label for CM, if any.
+    pub class: Option<String>,
+    /// Columns dropped from every output.
+    pub identifiers: Vec<String>,
+    /// The suppression limit η.
+    pub suppression: SuppressionLimit,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    input: PathBuf,
+    delimiter: Option<String>,
+    sensitive: String,
+    class: Option<String>,
+    #[serde(default)]
+    identifiers: Vec<String>,
+    suppression_limit: Option<toml::Value>,
+    qi: Vec<QiFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QiFile {
+    name: String,
+    hierarchy: toml::Value,
+    null_as: Option<String>,
+}
+
+/// A TOML error on one line: `line L, column C: message`.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: {}", e.message().trim())
+        }
+        None => e.message().trim().to_string(),
+    }
+}
+
+/// Parses a delimiter: one character, or `tab`.
+pub fn parse_delimiter(text: &str) -> Result<u8> {
+    match text {
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        t if t.len() == 1 && t.is_ascii() => Ok(t.as_bytes()[0]),
+        t => Err(PbgError::profile(
+            "delimiter",
+            format!("`{t}` is not a single ASCII character (or `tab`)"),
+        )),
+    }
+}
+
+impl Profile {
+    /// Reads a TOML profile; relative paths in it are relative to the file's directory.
+    pub fn from_toml_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| PbgError::io(path, e))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_toml_str(&text, base, &path.display().to_string())
+    }
+
+    /// Parses a TOML profile whose relative paths are resolved against `base`.
+    pub fn from_toml_str(text: &str, base: &Path, origin: &str) -> Result<Self> {
+        let file: ProfileFile =
+            toml::from_str(text).map_err(|e| PbgError::profile(origin, toml_error(text, &e)))?;
+        let mut qis = Vec::with_capacity(file.qi.len());
+        for q in file.qi {
+            let mut hierarchy = match q.hierarchy {
+                toml::Value::String(p) => HierarchySpec::Arx {
+                    path: PathBuf::from(p),
+                },
+                v @ toml::Value::Table(_) => v.try_into::<HierarchySpec>().map_err(|e| {
+                    PbgError::profile(
+                        origin,
+                        format!("hierarchy of `{}`: {}", q.name, e.to_string().trim()),
+                    )
+                })?,
+                other => {
+                    return Err(PbgError::profile(
+                        origin,
+                        format!(
+                            "hierarchy of `{}` must be a file path or a table with `type`, not {}",
+                            q.name,
+                            other.type_str()
+                        ),
+                    ));
+                }
+            };
+            hierarchy.resolve_paths(base);
+            qis.push(QiSpec {
+                name: q.name,
+                hierarchy,
+                null_as: q.null_as,
+            });
+        }
+        let suppression = match file.suppression_limit {
+            None => SuppressionLimit::Rows(0),
+            Some(toml::Value::Integer(i)) if i >= 0 => SuppressionLimit::Rows(i as u64),
+            Some(toml::Value::String(s)) => SuppressionLimit::parse(&s)?,
+            Some(other) => SuppressionLimit::parse(&other.to_string())?,
+        };
+        let input = if file.input.is_relative() {
+            base.join(file.input)
+        } else {
+            file.input
+        };
+        let profile = Profile {
+            origin: origin.to_string(),
+            input,
+            delimiter: parse_delimiter(file.delimiter.as_deref().unwrap_or(","))?,
+            qis,
+            sensitive: file.sensitive,
+            class: file.class,
+            identifiers: file.identifiers,
+            suppression,
+        };
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    /// Checks that roles do not overlap and that there is at least one QI.
+    pub fn validate(&self) -> Result<()> {
+        let err = |m: String| Err(PbgError::profile(&self.origin, m));
+        if self.qis.is_empty() {
+            return err(
+                "no quasi-identifiers: declare at least one ([[qi]] or --qi NAME=HIERARCHY)".into(),
+            );
+        }
+        for (i, q) in self.qis.iter().enumerate() {
+            if self.qis[..i].iter().any(|p| p.name == q.name) {
+                return err(format!("quasi-identifier `{}` is declared twice", q.name));
+            }
+            if q.name == self.sensitive {
+                return err(format!(
+                    "`{}` cannot be both a quasi-identifier and the sensitive attribute",
+                    q.name
+                ));
+            }
+            if self.class.as_deref() == Some(&q.name) {
+                return err(format!(
+                    "`{}` cannot be both a quasi-identifier and the class attribute",
+                    q.name
+                ));
+            }
+            if self.identifiers.contains(&q.name) {
+                return err(format!(
+                    "`{}` cannot be both a quasi-identifier and an identifier",
+                    q.name
+                ));
+            }
+        }
+        if self.identifiers.contains(&self.sensitive) {
+            return err(format!(
+                "`{}` cannot be both the sensitive attribute and an identifier",
+                self.sensitive
+            ));
+        }
+        if let Some(c) = &self.class
+            && self.identifiers.contains(c)
+        {
+            return err(format!(
+                "`{c}` cannot be both the class attribute and an identifier"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Lattice node order: the QI names.
+    pub fn qi_names(&self) -> Vec<&str> {
+        self.qis.iter().map(|q| q.name.as_str()).collect()
+    }
+}

@@ -1,0 +1,283 @@
+//! Every bad input ends with a non-zero exit and one clear message naming the culprit, never a panic.
+
+use std::fs;
+use std::path::Path;
+
+use crate::common::pbg;
+
+const ADULT: &str = "datasets/adult/adult.toml";
+
+/// Runs pbg, expects failure, and returns stderr (asserting there was no panic).
+fn fails(args: &[&str]) -> String {
+    let out = pbg(args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !out.status.success(),
+        "pbg {args:?} should fail; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!err.contains("panicked"), "pbg {args:?} panicked: {err}");
+    assert!(
+        err.starts_with("pbg: error: "),
+        "one clear message, got: {err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line, got: {err}");
+    err
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// A small valid setup: data.csv with zip/age/disease and two hierarchies.
+fn setup(dir: &Path, data: &str) -> Vec<String> {
+    let data = write(dir, "data.csv", data);
+    let zip = write(dir, "zip.csv", "13053;1305*;*\n13268;1326*;*\n");
+    vec![
+        "--input".into(),
+        data,
+        "--qi".into(),
+        format!("zip={zip}"),
+        "--sensitive".into(),
+        "disease".into(),
+    ]
+}
+
+fn args<'a>(head: &[&'a str], rest: &'a [String]) -> Vec<&'a str> {
+    head.iter()
+        .copied()
+        .chain(rest.iter().map(String::as_str))
+        .collect()
+}
+
+#[test]
+fn missing_input_file() {
+    let err = fails(&[
+        "evaluate",
+        "--input",
+        "no/such.csv",
+        "--qi",
+        "a=b.csv",
+        "--sensitive",
+        "s",
+        "--node",
+        "0",
+    ]);
+    assert!(err.contains("no/such.csv"), "{err}");
+}
+
+#[test]
+fn missing_profile_file() {
+    let err = fails(&["evaluate", "no-such-profile.toml", "--node", "0"]);
+    assert!(err.contains("no-such-profile.toml"), "{err}");
+}
+
+#[test]
+fn corrupt_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "bad.parquet", "this is not parquet");
+    let err = fails(&[
+        "evaluate",
+        "--input",
+        &p,
+        "--qi",
+        "a=b.csv",
+        "--sensitive",
+        "s",
+        "--node",
+        "0",
+    ]);
+    assert!(err.contains("bad.parquet"), "{err}");
+}
+
+#[test]
+fn ragged_csv_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = setup(dir.path(), "zip,disease\n13053,flu\n13268\n");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(
+        err.contains("data.csv") && err.to_lowercase().contains("line"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = setup(dir.path(), "zip,illness\n13053,flu\n");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(
+        err.contains("`disease`") && err.contains("zip, illness"),
+        "{err}"
+    );
+}
+
+#[test]
+fn value_missing_from_hierarchy() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = setup(
+        dir.path(),
+        "zip,disease\n13053,flu\n13268,cold\n99999,flu\n",
+    );
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(
+        err.contains("`zip`") && err.contains("`99999`") && err.contains("row 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn null_in_a_quasi_identifier() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = setup(dir.path(), "zip,disease\n13053,flu\n,cold\n");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(
+        err.contains("`zip`") && err.contains("null at data row 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn hierarchy_not_nested() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = setup(dir.path(), "zip,disease\n13053,flu\n");
+    let h = write(dir.path(), "bad.csv", "13053;A;X;*\n13268;A;Y;*\n");
+    a[3] = format!("zip={h}");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(
+        err.contains("bad.csv") && err.contains("not nested") && err.contains("`A`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn hierarchy_with_one_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = setup(dir.path(), "zip,disease\n13053,flu\n");
+    let h = write(dir.path(), "flat.csv", "13053\n13268\n");
+    a[3] = format!("zip={h}");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(
+        err.contains("flat.csv") && err.contains("at least 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ragged_hierarchy() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = setup(dir.path(), "zip,disease\n13053,flu\n");
+    let h = write(dir.path(), "ragged.csv", "13053;1305*;*\n13268;*\n");
+    a[3] = format!("zip={h}");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(err.contains("ragged.csv"), "{err}");
+}
+
+#[test]
+fn node_of_the_wrong_length() {
+    let err = fails(&["evaluate", ADULT, "--node", "1,2,3"]);
+    assert!(
+        err.contains("has 3 levels") && err.contains("8 quasi-identifiers"),
+        "{err}"
+    );
+}
+
+#[test]
+fn level_out_of_range() {
+    let err = fails(&["evaluate", ADULT, "--node", "7,0,0,0,0,0,0,0"]);
+    assert!(
+        err.contains("level 7 of `age`") && err.contains("0..=6"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unparsable_level() {
+    let err = fails(&["evaluate", ADULT, "--node", "1,x,0,0,0,0,0,0"]);
+    assert!(err.contains("`x`"), "{err}");
+}
+
+#[test]
+fn empty_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = setup(dir.path(), "zip,disease\n");
+    let err = fails(&args(&["evaluate", "--node", "0"], &a));
+    assert!(err.contains("data.csv") && err.contains("empty"), "{err}");
+}
+
+#[test]
+fn unparsable_suppression_limit() {
+    let err = fails(&[
+        "evaluate",
+        ADULT,
+        "--node",
+        "0,0,0,0,0,0,0,0",
+        "--suppression-limit",
+        "lots",
+    ]);
+    assert!(err.contains("`lots`"), "{err}");
+    let err = fails(&[
+        "evaluate",
+        ADULT,
+        "--node",
+        "0,0,0,0,0,0,0,0",
+        "--suppression-limit",
+        "150%",
+    ]);
+    assert!(err.contains("`150%`"), "{err}");
+}
+
+#[test]
+fn lattice_too_large_for_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaves: String = (0..300).map(|i| format!("{i};*\n")).collect();
+    let h = write(dir.path(), "wide.csv", &leaves);
+    let cols: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+    let data = write(
+        dir.path(),
+        "wide_data.csv",
+        &format!("{},s\n{}1\n", cols.join(","), "1,".repeat(8)),
+    );
+    let mut a: Vec<String> = vec![
+        "evaluate".into(),
+        "--input".into(),
+        data,
+        "--sensitive".into(),
+        "s".into(),
+    ];
+    for c in &cols {
+        a.push("--qi".into());
+        a.push(format!("{c}={h}"));
+    }
+    a.push("--node".into());
+    a.push("0,0,0,0,0,0,0,0".into());
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    let err = fails(&refs);
+    assert!(
+        err.contains("bits") && err.contains("c0: 9 bits for 300 leaves"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_profile_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "p.toml", "input = \"x.csv\"\nsensitive = 3\n");
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(err.contains("p.toml"), "{err}");
+}
+
+#[test]
+fn overlapping_roles() {
+    let err = fails(&[
+        "evaluate",
+        ADULT,
+        "--node",
+        "0,0,0,0,0,0,0,0",
+        "--sensitive",
+        "age",
+    ]);
+    assert!(err.contains("`age`") && err.contains("sensitive"), "{err}");
+}

@@ -1,0 +1,38 @@
+//! Helpers shared by the integration tests.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use pbg::{Dataset, Evaluator, Profile};
+
+/// A path inside the repository.
+pub fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// An evaluator for a profile shipped in `datasets/`.
+pub fn evaluator(profile: &str) -> Evaluator {
+    let p = Profile::from_toml_file(&repo(profile)).expect("profile loads");
+    Evaluator::new(Arc::new(Dataset::load(&p).expect("dataset loads"))).expect("evaluator")
+}
+
+/// Runs the `pbg` binary.
+pub fn pbg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("pbg runs")
+}
+
+/// Runs `pbg`, asserts success and parses its standard output as JSON.
+pub fn pbg_json(args: &[&str]) -> serde_json::Value {
+    let out = pbg(args);
+    assert!(
+        out.status.success(),
+        "pbg {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}

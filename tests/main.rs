@@ -1,0 +1,9 @@
+//! The single integration-test binary (one link of DataFusion for all tests).
+
+mod adult;
+mod cli_errors;
+mod common;
+mod golden;
+mod naive;
+mod release;
+mod rollup;

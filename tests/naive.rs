@@ -1,0 +1,154 @@
+//! A deliberately naive, separately written evaluator: strings and hash maps, row by row, with the
+//! suppression rule transcribed literally from the DBSEC paper. The engine is checked against it.
+
+use std::collections::HashMap;
+
+/// A small random-able table: QI values, sensitive values, class labels as text.
+#[derive(Debug, Clone)]
+pub struct NaiveTable {
+    /// rows[r][d] = value of QI d.
+    pub rows: Vec<Vec<String>>,
+    /// Sensitive value per row.
+    pub sens: Vec<String>,
+    /// Class label per row.
+    pub labels: Vec<String>,
+    /// Per QI, ARX-style hierarchy rows `[leaf, l1, ..., top]`.
+    pub hierarchies: Vec<Vec<Vec<String>>>,
+}
+
+/// What the naive evaluator computes for a node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NaiveResult {
+    pub classes: u64,
+    pub k: u64,
+    pub max_class: u64,
+    pub l_distinct: u64,
+    pub l_entropy: f64,
+    pub suppressed: u64,
+    pub glm: f64,
+    pub s_k: u64,
+    pub s_l: u64,
+    pub cm: f64,
+    pub p_equiv: Vec<u64>,
+    pub p_sens: Vec<u64>,
+    pub p_glm: Vec<f64>,
+}
+
+fn label<'a>(h: &'a [Vec<String>], value: &str, level: usize) -> &'a str {
+    &h.iter().find(|r| r[0] == value).expect("leaf")[level]
+}
+
+fn loss(h: &[Vec<String>], value: &str, level: usize) -> f64 {
+    let g = label(h, value, level);
+    let m = h.iter().filter(|r| r[level] == g).count() as f64;
+    let a = h.len() as f64;
+    if a > 1.0 { (m - 1.0) / (a - 1.0) } else { 0.0 }
+}
+
+/// Evaluates `node` with suppression limit `eta`.
+pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
+    let n = t.rows.len();
+    let generalized: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .map(|(d, v)| label(&t.hierarchies[d], v, node[d] as usize).to_string())
+                .collect()
+        })
+        .collect();
+    let mut classes: HashMap<&Vec<String>, Vec<usize>> = HashMap::new();
+    for (r, g) in generalized.iter().enumerate() {
+        classes.entry(g).or_default().push(r);
+    }
+    let max_size = classes.values().map(|c| c.len()).max().unwrap() as u64;
+    // |E_i| = tuples in classes of size exactly i; j = smallest with |E_1|+..+|E_{j+1}| > η.
+    let e = |i: u64| -> u64 {
+        classes
+            .values()
+            .filter(|c| c.len() as u64 == i)
+            .map(|c| c.len() as u64)
+            .sum()
+    };
+    let mut j = 0;
+    loop {
+        let total: u64 = (1..=j + 1).map(e).sum();
+        if total > eta || j + 1 > n as u64 {
+            break;
+        }
+        j += 1;
+    }
+    let j = j.min(max_size - 1);
+    let mut sens_total: HashMap<&str, u64> = HashMap::new();
+    for s in &t.sens {
+        *sens_total.entry(s).or_default() += 1;
+    }
+    let mut res = NaiveResult {
+        classes: 0,
+        k: u64::MAX,
+        max_class: 0,
+        l_distinct: u64::MAX,
+        l_entropy: f64::INFINITY,
+        suppressed: 0,
+        glm: 0.0,
+        s_k: 0,
+        s_l: 0,
+        cm: 0.0,
+        p_equiv: vec![0; n],
+        p_sens: vec![0; n],
+        p_glm: vec![0.0; n],
+    };
+    let mut min_h = f64::INFINITY;
+    let mut penalties = 0u64;
+    for members in classes.values() {
+        let size = members.len() as u64;
+        let mut hist: HashMap<&str, u64> = HashMap::new();
+        let mut lab: HashMap<&str, u64> = HashMap::new();
+        for &r in members {
+            *hist.entry(&t.sens[r]).or_default() += 1;
+            *lab.entry(&t.labels[r]).or_default() += 1;
+        }
+        let suppressed = size <= j;
+        if suppressed {
+            res.suppressed += size;
+        } else {
+            res.classes += 1;
+            res.k = res.k.min(size);
+            res.max_class = res.max_class.max(size);
+            res.l_distinct = res.l_distinct.min(hist.len() as u64);
+            let h: f64 = hist
+                .values()
+                .map(|&c| {
+                    let p = c as f64 / size as f64;
+                    -p * p.ln()
+                })
+                .sum();
+            min_h = min_h.min(h);
+        }
+        let most = *lab.values().max().unwrap();
+        for &r in members {
+            if suppressed {
+                res.p_equiv[r] = n as u64;
+                res.p_sens[r] = sens_total[t.sens[r].as_str()];
+                res.p_glm[r] = t.hierarchies.len() as f64;
+                penalties += 1;
+            } else {
+                res.p_equiv[r] = size;
+                res.p_sens[r] = hist[t.sens[r].as_str()];
+                res.p_glm[r] = (0..node.len())
+                    .map(|d| loss(&t.hierarchies[d], &t.rows[r][d], node[d] as usize))
+                    .sum();
+                if lab[t.labels[r].as_str()] < most {
+                    penalties += 1;
+                }
+            }
+        }
+    }
+    res.l_entropy = min_h.exp();
+    res.s_k = res.p_equiv.iter().sum();
+    res.s_l = res.p_sens.iter().sum();
+    res.glm = res.p_glm.iter().sum();
+    res.cm = penalties as f64 / n as f64;
+    res
+}

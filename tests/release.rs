@@ -1,0 +1,131 @@
+//! `pbg anonymize`: the release file, its verification and atomic replacement.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::common::{pbg, pbg_json, repo};
+
+#[test]
+fn adult_release_csv_and_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["release.csv", "release.parquet"] {
+        let out = dir.path().join(name);
+        let out_s = out.to_string_lossy().into_owned();
+        let node = "2,1,1,1,0,1,2,1";
+        let summary = pbg_json(&[
+            "anonymize",
+            "datasets/adult/adult.toml",
+            "--node",
+            node,
+            "--output",
+            &out_s,
+        ]);
+        let eval = pbg_json(&["evaluate", "datasets/adult/adult.toml", "--node", node]);
+        assert_eq!(summary["verified"], true);
+        assert_eq!(summary["indices"]["k"], eval["k"]);
+        assert_eq!(summary["suppressed"], eval["suppressed"]);
+        let released = summary["rows_released"].as_u64().unwrap();
+        assert_eq!(released + summary["suppressed"].as_u64().unwrap(), 30162);
+        // The file holds exactly the released rows; no temporary file is left behind.
+        let table = pbg::io::read_table(&out, b',').unwrap();
+        assert_eq!(table.num_rows() as u64, released);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains("pbg-tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        // Age at level 2 is a width-10 interval label; every class has at least k rows.
+        let age = arrow::compute::cast(
+            &table.column(table.column_index("age").unwrap()).unwrap(),
+            &arrow::datatypes::DataType::Utf8,
+        )
+        .unwrap();
+        let age = arrow::array::AsArray::as_string::<i32>(&age);
+        let labels: HashSet<&str> = age.iter().flatten().collect();
+        assert!(
+            labels
+                .iter()
+                .all(|l| l.starts_with('[') && l.ends_with(')')),
+            "{labels:?}"
+        );
+        let mut sizes: HashMap<Vec<String>, u64> = HashMap::new();
+        let cols: Vec<_> = [
+            "age",
+            "workclass",
+            "education",
+            "marital-status",
+            "race",
+            "sex",
+            "native-country",
+            "salary-class",
+        ]
+        .iter()
+        .map(|c| {
+            arrow::compute::cast(
+                &table.column(table.column_index(c).unwrap()).unwrap(),
+                &arrow::datatypes::DataType::Utf8,
+            )
+            .unwrap()
+        })
+        .collect();
+        for r in 0..table.num_rows() {
+            let key = cols
+                .iter()
+                .map(|c| {
+                    arrow::array::AsArray::as_string::<i32>(c)
+                        .value(r)
+                        .to_string()
+                })
+                .collect();
+            *sizes.entry(key).or_default() += 1;
+        }
+        assert_eq!(*sizes.values().min().unwrap(), eval["k"].as_u64().unwrap());
+        assert_eq!(sizes.len() as u64, eval["classes"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn identifiers_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t1.csv");
+    pbg_json(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--node",
+        "1,1",
+        "--output",
+        &out.to_string_lossy(),
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().next().unwrap(), "zip,age,marital");
+    assert!(text.contains("1305*,\"(25,35]\",CF-Spouse"), "{text}");
+    assert_eq!(text.lines().count(), 11);
+}
+
+#[test]
+fn a_failed_run_leaves_the_previous_release_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("keep.csv");
+    std::fs::write(&out, "previous release\n").unwrap();
+    let o = pbg(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--node",
+        "9,9",
+        "--output",
+        &out.to_string_lossy(),
+    ]);
+    assert!(!o.status.success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous release\n");
+    let o = pbg(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--node",
+        "1,1",
+        "--output",
+        "/no/such/dir/x.csv",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/dir"));
+    assert!(repo("datasets/t1/t1.csv").exists());
+}

@@ -1,0 +1,141 @@
+//! Property tests: roll-up = direct evaluation = the naive evaluator, on random tables with random
+//! nested hierarchies, with and without suppression.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use pbg::hierarchy::HierarchySpec;
+use pbg::io::Table;
+use pbg::profile::QiSpec;
+use pbg::{Dataset, Evaluator, Profile, SuppressionLimit};
+use proptest::prelude::*;
+
+use crate::naive::{self, NaiveTable};
+
+/// A random nested hierarchy over `leaves` leaves: each level merges groups of the one below.
+fn hierarchy(leaves: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
+    // Up to 3 intermediate levels, each a random map from the previous level's groups.
+    proptest::collection::vec(proptest::collection::vec(0usize..4, leaves), 0..3).prop_map(
+        move |maps| {
+            let mut rows: Vec<Vec<String>> = (0..leaves).map(|i| vec![format!("v{i}")]).collect();
+            let mut group: Vec<usize> = (0..leaves).collect();
+            for (l, m) in maps.iter().enumerate() {
+                // The new group of a leaf is a function of its current group: m indexed by group.
+                group = group.iter().map(|&g| m[g % m.len()]).collect();
+                for (r, g) in rows.iter_mut().zip(&group) {
+                    r.push(format!("L{}g{}", l + 1, g));
+                }
+            }
+            for r in &mut rows {
+                r.push("*".into());
+            }
+            rows
+        },
+    )
+}
+
+fn table() -> impl Strategy<Value = (NaiveTable, u64)> {
+    (1usize..4, proptest::collection::vec(1usize..6, 3)).prop_flat_map(|(q, domains)| {
+        let domains: Vec<usize> = domains[..q].to_vec();
+        let hs: Vec<_> = domains.iter().map(|&n| hierarchy(n)).collect();
+        let row = domains.iter().map(|&n| 0..n).collect::<Vec<_>>();
+        (
+            hs,
+            proptest::collection::vec((row, 0usize..4, 0usize..3), 1..50),
+            0u64..20,
+        )
+            .prop_map(|(hierarchies, rows, eta)| {
+                let t = NaiveTable {
+                    rows: rows
+                        .iter()
+                        .map(|(r, _, _)| r.iter().map(|v| format!("v{v}")).collect())
+                        .collect(),
+                    sens: rows.iter().map(|(_, s, _)| format!("s{s}")).collect(),
+                    labels: rows.iter().map(|(_, _, c)| format!("c{c}")).collect(),
+                    hierarchies,
+                };
+                (t, eta)
+            })
+    })
+}
+
+/// The engine's view of a naive table: an in-memory Arrow table and an inline-hierarchy profile.
+fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
+    let q = t.hierarchies.len();
+    let mut fields = Vec::new();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for d in 0..q {
+        fields.push(Field::new(format!("q{d}"), DataType::Utf8, false));
+        cols.push(Arc::new(StringArray::from_iter_values(
+            t.rows.iter().map(|r| r[d].as_str()),
+        )));
+    }
+    fields.push(Field::new("s", DataType::Utf8, false));
+    cols.push(Arc::new(StringArray::from_iter_values(t.sens.iter())));
+    fields.push(Field::new("c", DataType::Utf8, false));
+    cols.push(Arc::new(StringArray::from_iter_values(t.labels.iter())));
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    let table = Table {
+        path: PathBuf::from("memory"),
+        schema,
+        batches: vec![batch],
+    };
+    let profile = Profile {
+        origin: "test".into(),
+        input: PathBuf::from("memory"),
+        delimiter: b',',
+        qis: (0..q)
+            .map(|d| QiSpec {
+                name: format!("q{d}"),
+                hierarchy: HierarchySpec::Table {
+                    rows: t.hierarchies[d].clone(),
+                },
+                null_as: None,
+            })
+            .collect(),
+        sensitive: "s".into(),
+        class: Some("c".into()),
+        identifiers: vec![],
+        suppression: SuppressionLimit::Rows(eta),
+    };
+    Evaluator::new(Arc::new(Dataset::from_table(&profile, table).unwrap())).unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn rollup_direct_and_naive_agree((t, eta) in table()) {
+        let ev = engine(&t, eta);
+        let all = ev.evaluate_lattice(&|| {}).unwrap();
+        prop_assert_eq!(all.len(), ev.lattice().size());
+        for (i, rolled) in all.iter().enumerate() {
+            let node = ev.lattice().node(i);
+            prop_assert_eq!(&rolled.node, &node);
+            let direct = ev.evaluate(&node).unwrap();
+            prop_assert_eq!(rolled, &direct, "roll-up vs direct at {:?}", node);
+            let want = naive::evaluate(&t, &node, eta);
+            prop_assert_eq!(
+                (direct.classes, direct.k, direct.max_class, direct.l_distinct, direct.suppressed, direct.s_k, direct.s_l),
+                (want.classes, want.k, want.max_class, want.l_distinct, want.suppressed, want.s_k, want.s_l),
+                "node {:?}", node
+            );
+            prop_assert!(close(direct.glm, want.glm), "glm {} vs {}", direct.glm, want.glm);
+            prop_assert!(close(direct.l_entropy, want.l_entropy));
+            prop_assert!(close(direct.cm.unwrap(), want.cm));
+            let (_, v) = ev.property_vectors(&node).unwrap();
+            prop_assert_eq!(&v.p_equiv, &want.p_equiv);
+            prop_assert_eq!(&v.p_sens, &want.p_sens);
+            prop_assert!(v.p_glm.iter().zip(&want.p_glm).all(|(a, b)| close(*a, *b)));
+            prop_assert_eq!(v.p_equiv.iter().sum::<u64>(), direct.s_k);
+        }
+    }
+}
