@@ -126,16 +126,48 @@ impl CellTable {
 
     /// Roll-up: the table of the node one level coarser in QI `d`, where `up` maps QI `d`'s group
     /// codes at the finer level to the coarser level. Only cells are touched, never rows.
+    ///
+    /// `up` is monotone (hierarchies number their groups so), hence after replacing QI `d`'s field
+    /// the cells stay sorted except inside each block sharing the higher fields and the new group:
+    /// there they form one sorted run per merged finer group. A run-adaptive stable sort merges
+    /// those runs in O(n log runs); equal keys are then summed.
     pub fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
         let shift = layout.shift(d) + self.value_bits;
-        let mut counter = Counter::with_capacity(self.cells.len());
-        for c in &self.cells {
-            let code = layout.code(c.key >> self.value_bits, d);
-            let key = c.key ^ (((code ^ up[code as usize]) as u64) << shift);
-            counter.add(key, c.count);
+        let field = layout.mask(d) << shift;
+        let mut cells: Vec<Cell> = self
+            .cells
+            .iter()
+            .map(|c| {
+                let code = ((c.key & field) >> shift) as usize;
+                Cell {
+                    key: (c.key & !field) | ((up[code] as u64) << shift),
+                    count: c.count,
+                }
+            })
+            .collect();
+        let mut start = 0;
+        while start < cells.len() {
+            let block = cells[start].key >> shift;
+            let mut end = start + 1;
+            let mut sorted = true;
+            while end < cells.len() && cells[end].key >> shift == block {
+                sorted &= cells[end - 1].key <= cells[end].key;
+                end += 1;
+            }
+            if !sorted {
+                cells[start..end].sort_by_key(|c| c.key);
+            }
+            start = end;
         }
+        cells.dedup_by(|next, kept| {
+            let same = next.key == kept.key;
+            if same {
+                kept.count += next.count;
+            }
+            same
+        });
         CellTable {
-            cells: counter.into_sorted_cells(),
+            cells,
             value_bits: self.value_bits,
         }
     }

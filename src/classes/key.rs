@@ -75,6 +75,12 @@ impl KeyLayout {
         ((class_key >> self.shifts[d]) & self.masks[d]) as u32
     }
 
+    /// The (unshifted) bit mask of QI `d`'s field.
+    #[inline]
+    pub fn mask(&self, d: usize) -> u64 {
+        self.masks[d]
+    }
+
     /// Bits used by class keys.
     pub fn class_bits(&self) -> u32 {
         self.class_bits

@@ -141,6 +141,19 @@ impl Hierarchy {
             }
             levels[l].up = up;
         }
+        // Canonical leaf order: rows sorted by their groups from the top down, so that group codes
+        // (first appearance) make every `up` map monotone. Roll-ups rely on it to keep cell tables
+        // sorted with local merges instead of a full sort.
+        let mut order: Vec<usize> = (0..n_leaves).collect();
+        let inner = &levels[1..width - 1];
+        order.sort_by(|&a, &b| {
+            let ka = inner.iter().rev().map(|lv| lv.group_of_leaf[a]);
+            ka.cmp(inner.iter().rev().map(|lv| lv.group_of_leaf[b]))
+        });
+        if order.iter().enumerate().any(|(i, &r)| i != r) {
+            let sorted: Vec<Vec<String>> = order.iter().map(|&r| rows[r].clone()).collect();
+            return Self::from_rows(column, source, &sorted, loss);
+        }
         let top = &levels[width - 1];
         if top.labels.len() != 1 {
             return Err(err(format!(
