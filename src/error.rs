@@ -118,6 +118,14 @@ pub enum PbgError {
         /// What did not hold.
         message: String,
     },
+    /// An argument of a search, comparison or experiment is invalid.
+    #[error("{name}: {message}")]
+    Argument {
+        /// The argument (e.g. `--objectives`).
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// An Arrow kernel failed (an internal invariant, reported rather than panicking).
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
@@ -128,6 +136,14 @@ impl PbgError {
     pub fn profile(origin: impl Into<String>, message: impl Into<String>) -> Self {
         PbgError::Profile {
             origin: origin.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An invalid argument.
+    pub fn argument(name: impl Into<String>, message: impl Into<String>) -> Self {
+        PbgError::Argument {
+            name: name.into(),
             message: message.into(),
         }
     }

@@ -18,17 +18,24 @@
 //! ```
 
 pub mod classes;
+pub mod comparators;
+pub mod compare;
+pub mod dominance;
 pub mod encode;
 pub mod error;
 pub mod evaluate;
+pub mod experiment;
 pub mod hierarchy;
 pub mod indices;
 pub mod io;
 pub mod lattice;
+pub mod objective;
+pub mod plot;
 pub mod profile;
 pub mod properties;
 pub mod quality;
 pub mod release;
+pub mod search;
 pub mod suppression;
 
 pub use encode::Dataset;
@@ -36,4 +43,5 @@ pub use error::{PbgError, Result};
 pub use evaluate::{Evaluator, NodeTables};
 pub use indices::NodeIndices;
 pub use lattice::{Lattice, Node};
+pub use objective::Objective;
 pub use profile::{Profile, SuppressionLimit};

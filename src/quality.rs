@@ -58,6 +58,12 @@ pub fn binary(d1: &[f64], d2: &[f64]) -> u64 {
 /// so that vectors of any length work (the products overflow past ~60 elements). Values must be
 /// positive; `-inf` means a hypervolume of zero.
 pub fn hypervolume_ln(d1: &[f64], d2: &[f64]) -> f64 {
+    if d1.iter().any(|a| *a <= 0.0) {
+        return f64::NEG_INFINITY; // Π d1 = 0, and Π min(d1, d2) ≤ it
+    }
+    if d1.iter().zip(d2).any(|(_, b)| *b <= 0.0) {
+        return d1.iter().map(|a| a.ln()).sum(); // Π min(d1, d2) = 0
+    }
     let ln_a: f64 = d1.iter().map(|a| a.ln()).sum();
     let ln_b: f64 = d1.iter().zip(d2).map(|(a, b)| a.min(*b).ln()).sum();
     let ratio = (ln_b - ln_a).exp(); // ≤ 1, since min(a, b) ≤ a

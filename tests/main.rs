@@ -7,3 +7,4 @@ mod golden;
 mod naive;
 mod release;
 mod rollup;
+mod search;

@@ -1,6 +1,5 @@
 //! `pbg lattice <profile> [--format csv|parquet|json] [--out FILE]`
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,12 +8,12 @@ use arrow::array::{ArrayRef, Float64Array, UInt8Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pbg::io::{AtomicFile, OutputFormat, write_batches};
 use pbg::{Evaluator, NodeIndices};
 
 use super::output::indices_json;
 use super::profile_args::ProfileArgs;
+use super::progress::progress_bar;
 
 /// Output formats of `lattice`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -38,18 +37,6 @@ pub struct LatticeArgs {
     /// Output file (written atomically); standard output when absent.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-}
-
-/// A progress bar on stderr, hidden when stderr is not a terminal.
-fn progress_bar(len: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} nodes {elapsed}") {
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// A named column of the lattice table and how to read it from a node's indices.
@@ -99,7 +86,7 @@ fn lattice_batch(ev: &Evaluator, all: &[NodeIndices]) -> anyhow::Result<RecordBa
 /// Runs `pbg lattice`.
 pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
     let ev = a.profile.evaluator()?;
-    let bar = progress_bar(ev.lattice().size() as u64);
+    let bar = progress_bar(ev.lattice().size() as u64, "nodes");
     let all = ev.evaluate_lattice(&|| bar.inc(1))?;
     bar.finish_and_clear();
     match a.format {

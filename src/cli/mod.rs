@@ -1,10 +1,14 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own module.
 
 mod anonymize;
+mod compare;
 mod evaluate;
+mod experiment;
 mod lattice;
 mod output;
 mod profile_args;
+mod progress;
+mod search;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +28,13 @@ enum Command {
     Lattice(lattice::LatticeArgs),
     /// Write the release of one node, verified, atomically.
     Anonymize(anonymize::AnonymizeArgs),
+    /// Find the minimal PBGs (Pareto front) for a set of objectives.
+    Search(search::SearchArgs),
+    /// Compare two nodes by one property vector.
+    Compare(compare::CompareArgs),
+    /// Reproduce a paper's experiments.
+    #[command(subcommand)]
+    Experiment(experiment::Experiment),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -32,5 +43,8 @@ pub fn run() -> anyhow::Result<()> {
         Command::Evaluate(a) => evaluate::run(a),
         Command::Lattice(a) => lattice::run(a),
         Command::Anonymize(a) => anonymize::run(a),
+        Command::Search(a) => search::run(a),
+        Command::Compare(a) => compare::run(a),
+        Command::Experiment(e) => experiment::run(e),
     }
 }

@@ -1,0 +1,177 @@
+//! `pbg search <profile> --objectives k,glm [--algorithm exhaustive|ea] ...`
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use pbg::Objective;
+use pbg::error::PbgError;
+use pbg::search::{EaConfig, SearchResult, exhaustive, pbg_ea};
+use serde_json::{Map, Value, json};
+
+use super::profile_args::ProfileArgs;
+use pbg::plot;
+
+/// Search algorithms.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Algorithm {
+    /// Every node (by roll-ups): the exact front.
+    Exhaustive,
+    /// PBG-EA with the box-dominance archive.
+    Ea,
+}
+
+/// Output formats of `search`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    /// One JSON object.
+    Json,
+    /// CSV: one row per front node.
+    Csv,
+    /// A text table.
+    Table,
+}
+
+/// Arguments of `pbg search`.
+#[derive(Args, Debug)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// Two or more of k, l, l_entropy, s_k, s_l, glm, cm.
+    #[arg(long, value_name = "O1,O2,...")]
+    objectives: String,
+    /// Search algorithm.
+    #[arg(long, value_enum, default_value = "exhaustive")]
+    algorithm: Algorithm,
+    /// Discretization vector ε, one value per objective (EA; default all ones).
+    #[arg(long, value_name = "E1,E2,...")]
+    epsilon: Option<String>,
+    /// EA population size.
+    #[arg(long, default_value_t = 25)]
+    population: usize,
+    /// EA iterations.
+    #[arg(long, default_value_t = 100)]
+    iterations: usize,
+    /// EA crossover probability.
+    #[arg(long, default_value_t = 0.8)]
+    p_cross: f64,
+    /// EA per-attribute mutation probability (default 1 / number of QIs).
+    #[arg(long)]
+    p_mut: Option<f64>,
+    /// EA random seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
+    /// Also draw the front as an SVG scatter plot (first two objectives).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+/// Parses `E1,E2,...`.
+pub fn parse_epsilon(text: &str, n: usize) -> Result<Vec<f64>, PbgError> {
+    let v = text
+        .split(',')
+        .map(|x| {
+            x.trim().parse::<f64>().map_err(|_| {
+                PbgError::argument("--epsilon", format!("`{}` is not a number", x.trim()))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if v.len() != n {
+        return Err(PbgError::argument(
+            "--epsilon",
+            format!("{} values for {n} objectives", v.len()),
+        ));
+    }
+    Ok(v)
+}
+
+/// The JSON form of a search result.
+pub fn result_json(r: &SearchResult) -> Value {
+    let front: Vec<Value> = r
+        .front
+        .iter()
+        .map(|p| {
+            let mut m = Map::new();
+            m.insert("node".into(), json!(p.node));
+            for (o, v) in r.objectives.iter().zip(&p.values) {
+                m.insert(o.name().into(), json!(v));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    json!({
+        "algorithm": r.algorithm,
+        "objectives": r.objectives.iter().map(Objective::name).collect::<Vec<_>>(),
+        "lattice_size": r.lattice_size,
+        "evaluations": r.evaluations,
+        "front": front,
+    })
+}
+
+/// Runs `pbg search`.
+pub fn run(a: SearchArgs) -> anyhow::Result<()> {
+    let ev = a.profile.evaluator()?;
+    let objectives = Objective::parse_list(&a.objectives, ev.dataset().class.is_some())?;
+    let epsilon = a
+        .epsilon
+        .as_deref()
+        .map(|e| parse_epsilon(e, objectives.len()))
+        .transpose()?;
+    let result = match a.algorithm {
+        Algorithm::Exhaustive => exhaustive(&ev, &objectives)?,
+        Algorithm::Ea => pbg_ea(
+            &ev,
+            &objectives,
+            &EaConfig {
+                population: a.population,
+                iterations: a.iterations,
+                p_cross: a.p_cross,
+                p_mut: a.p_mut,
+                epsilon,
+                seed: a.seed,
+            },
+        )?,
+    };
+    if let Some(path) = &a.plot {
+        let title = format!("{} front ({})", result.algorithm, a.objectives);
+        plot::front_svg(path, &title, &objectives, &[("front", &result.front)])?;
+    }
+    let names: Vec<String> = ev.qi_names().iter().map(|n| n.to_string()).collect();
+    match a.format {
+        Format::Json => println!("{}", result_json(&result)),
+        Format::Csv | Format::Table => {
+            let sep = if matches!(a.format, Format::Csv) {
+                ","
+            } else {
+                "\t"
+            };
+            let header: Vec<String> = names
+                .iter()
+                .cloned()
+                .chain(objectives.iter().map(|o| o.name().to_string()))
+                .collect();
+            println!("{}", header.join(sep));
+            for p in &result.front {
+                let row: Vec<String> = p
+                    .node
+                    .iter()
+                    .map(|l| l.to_string())
+                    .chain(p.values.iter().map(|v| v.to_string()))
+                    .collect();
+                println!("{}", row.join(sep));
+            }
+            if matches!(a.format, Format::Table) {
+                println!(
+                    "# {}: {} nodes on the front, {} of {} nodes evaluated",
+                    result.algorithm,
+                    result.front.len(),
+                    result.evaluations,
+                    result.lattice_size
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! Reproductions of the papers' experiments.
+
+pub mod dbsec2010;

@@ -1,0 +1,116 @@
+//! Evaluations for a generator (PBG-EA): each node evaluated once, by roll-up from the cheapest
+//! cached finer node, so that a search touches the rows only for the bottom node.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::error::Result;
+use crate::evaluate::{Evaluator, NodeTables};
+use crate::indices::NodeIndices;
+use crate::lattice::Node;
+
+/// Cached cells at most (16 bytes each): bounds the memory a search keeps for roll-ups.
+const CELL_BUDGET: usize = 1 << 22;
+
+/// Node evaluations made so far, and the cell tables kept to roll new nodes up from.
+pub(crate) struct EvaluationCache<'a> {
+    ev: &'a Evaluator,
+    indices: HashMap<Node, NodeIndices>,
+    tables: Vec<(Node, Arc<NodeTables>)>,
+    cells: usize,
+}
+
+impl<'a> EvaluationCache<'a> {
+    pub(crate) fn new(ev: &'a Evaluator) -> Self {
+        EvaluationCache {
+            ev,
+            indices: HashMap::new(),
+            tables: Vec::new(),
+            cells: 0,
+        }
+    }
+
+    /// Unique nodes evaluated.
+    pub(crate) fn evaluations(&self) -> usize {
+        self.indices.len()
+    }
+
+    /// The indices of an evaluated node.
+    pub(crate) fn get(&self, node: &[u8]) -> Option<&NodeIndices> {
+        self.indices.get(node)
+    }
+
+    /// Evaluates every node of `nodes` not evaluated yet, in parallel. Results do not depend on the
+    /// roll-up source (roll-up = direct evaluation), so they do not depend on the thread count.
+    pub(crate) fn evaluate(&mut self, nodes: &[Node]) -> Result<()> {
+        let mut fresh: Vec<Node> = Vec::new();
+        for n in nodes {
+            if !self.indices.contains_key(n) && !fresh.contains(n) {
+                fresh.push(n.clone());
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        if self.tables.is_empty() {
+            let bottom = self.ev.lattice().bottom();
+            let t = self.ev.tables(&bottom)?;
+            self.indices
+                .insert(bottom.clone(), self.ev.indices(&bottom, &t));
+            self.cells += t.sens.len();
+            self.tables.push((bottom, Arc::new(t)));
+            fresh.retain(|n| !self.indices.contains_key(n));
+        }
+        let sources: Vec<(Node, Arc<NodeTables>)> = fresh
+            .iter()
+            .map(|n| self.tables[self.best(n)].clone())
+            .collect();
+        let done: Vec<(Node, NodeTables, NodeIndices)> = fresh
+            .into_par_iter()
+            .zip(sources)
+            .map(|(node, (from, src))| {
+                let tables = self.climb(&src, &from, &node);
+                let ix = self.ev.indices(&node, &tables);
+                (node, tables, ix)
+            })
+            .collect();
+        for (node, tables, ix) in done {
+            self.indices.insert(node.clone(), ix);
+            if self.cells + tables.sens.len() <= CELL_BUDGET {
+                self.cells += tables.sens.len();
+                self.tables.push((node, Arc::new(tables)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Index into `tables` of the cached finer node cheapest to roll up from: cells × levels to climb.
+    fn best(&self, node: &[u8]) -> usize {
+        let mut best = (usize::MAX, 0);
+        for (i, (m, t)) in self.tables.iter().enumerate() {
+            if m.iter().zip(node).all(|(a, b)| a <= b) {
+                let steps: usize = node.iter().zip(m).map(|(a, b)| (a - b) as usize).sum();
+                let cost = t.sens.len().saturating_mul(steps.max(1));
+                if cost < best.0 {
+                    best = (cost, i);
+                }
+            }
+        }
+        best.1
+    }
+
+    /// Rolls `tables` of node `from` up to `to`, one level of one QI at a time.
+    fn climb(&self, tables: &NodeTables, from: &[u8], to: &[u8]) -> NodeTables {
+        let mut at = from.to_vec();
+        let mut current = tables.clone();
+        for d in 0..to.len() {
+            while at[d] < to[d] {
+                at[d] += 1;
+                current = self.ev.rollup(&current, &at, d);
+            }
+        }
+        current
+    }
+}

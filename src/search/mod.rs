@@ -1,0 +1,73 @@
+//! PBG search: the exact front of the lattice, the box-dominance archive and PBG-EA.
+
+mod archive;
+mod cache;
+mod ea;
+mod front;
+mod metrics;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::evaluate::Evaluator;
+use crate::lattice::Node;
+use crate::objective::{Objective, values};
+
+pub use archive::BoxArchive;
+pub use ea::{EaConfig, pbg_ea};
+pub use front::pareto_front;
+pub use metrics::{convergence_error, representation_ratio};
+
+/// A node with the raw values of the search objectives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    /// The node.
+    pub node: Node,
+    /// One value per objective, raw (not oriented).
+    pub values: Vec<f64>,
+}
+
+impl Point {
+    /// Values oriented so that larger is better.
+    pub fn oriented(&self, objectives: &[Objective]) -> Vec<f64> {
+        objectives
+            .iter()
+            .zip(&self.values)
+            .map(|(o, v)| o.oriented(*v))
+            .collect()
+    }
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone)]
+pub struct SearchResult {
+    /// `exhaustive` or `ea`.
+    pub algorithm: &'static str,
+    /// The objectives, in the order given.
+    pub objectives: Vec<Objective>,
+    /// Nodes in the lattice.
+    pub lattice_size: usize,
+    /// Unique nodes evaluated.
+    pub evaluations: usize,
+    /// The minimal PBGs found (the exact front, or the archive).
+    pub front: Vec<Point>,
+}
+
+/// Exhaustive search: every node evaluated (by roll-ups, in parallel), the exact set of minimal PBGs.
+pub fn exhaustive(ev: &Evaluator, objectives: &[Objective]) -> Result<SearchResult> {
+    let all = ev.evaluate_lattice(&|| {})?;
+    let points = all
+        .iter()
+        .map(|ix| Point {
+            node: ix.node.clone(),
+            values: values(objectives, ix),
+        })
+        .collect();
+    Ok(SearchResult {
+        algorithm: "exhaustive",
+        objectives: objectives.to_vec(),
+        lattice_size: ev.lattice().size(),
+        evaluations: all.len(),
+        front: pareto_front(points, objectives),
+    })
+}
