@@ -1,13 +1,15 @@
 //! Engine benchmarks (run: `cargo bench --bench engine`):
 //! - the whole 17920-node adult lattice with every index, by roll-ups;
-//! - one direct node evaluation over adult replicated 100× (3,016,200 rows, built here).
+//! - one direct node evaluation over adult replicated 100× (3,016,200 rows, built here);
+//! - the exhaustive {k, l, GLM} front and one PBG-EA run (25 × 100) for {k, GLM} on adult.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use pbg::{Dataset, Evaluator, Profile};
+use pbg::search::{EaConfig, exhaustive, pbg_ea};
+use pbg::{Dataset, Evaluator, Objective, Profile};
 
 fn adult() -> (Profile, Dataset) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/adult/adult.toml");
@@ -23,6 +25,36 @@ fn lattice(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("lattice_17920_nodes", |b| {
         b.iter(|| black_box(ev.evaluate_lattice(&|| {}).unwrap()))
+    });
+    g.finish();
+}
+
+fn search(c: &mut Criterion) {
+    let (_, ds) = adult();
+    let ev = Evaluator::new(Arc::new(ds)).unwrap();
+    let mut g = c.benchmark_group("adult_search");
+    g.sample_size(20);
+    let klg = [Objective::K, Objective::L, Objective::Glm];
+    g.bench_function("exhaustive_k_l_glm", |b| {
+        b.iter(|| black_box(exhaustive(&ev, &klg).unwrap()))
+    });
+    let kg = [Objective::K, Objective::Glm];
+    let mut seed = 0;
+    g.bench_function("pbg_ea_k_glm_25x100", |b| {
+        b.iter(|| {
+            seed += 1;
+            black_box(
+                pbg_ea(
+                    &ev,
+                    &kg,
+                    &EaConfig {
+                        seed,
+                        ..EaConfig::default()
+                    },
+                )
+                .unwrap(),
+            )
+        })
     });
     g.finish();
 }
@@ -45,5 +77,5 @@ fn direct_3m(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, lattice, direct_3m);
+criterion_group!(benches, lattice, search, direct_3m);
 criterion_main!(benches);

@@ -38,3 +38,82 @@ pub struct NodeIndices {
     #[serde(skip)]
     pub threshold: u64,
 }
+
+/// Node indices as a record batch: one `UInt8` level column per QI (named after it), then
+/// `classes`, `k`, `max_class`, `l_distinct`, `suppressed`, `s_k`, `s_l`, `l_entropy`,
+/// `l_probabilistic`, `glm` and, with a class attribute, `cm`.
+pub fn indices_batch(
+    qi_names: &[&str],
+    rows: &[NodeIndices],
+    with_cm: bool,
+) -> Result<arrow::record_batch::RecordBatch, arrow::error::ArrowError> {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Float64Array, UInt8Array, UInt64Array};
+    use arrow::record_batch::RecordBatch;
+
+    type Column<T> = (&'static str, fn(&NodeIndices) -> T);
+    let u64s: [Column<u64>; 7] = [
+        ("classes", |x| x.classes),
+        ("k", |x| x.k),
+        ("max_class", |x| x.max_class),
+        ("l_distinct", |x| x.l_distinct),
+        ("suppressed", |x| x.suppressed),
+        ("s_k", |x| x.s_k),
+        ("s_l", |x| x.s_l),
+    ];
+    let f64s: [Column<f64>; 3] = [
+        ("l_entropy", |x| x.l_entropy),
+        ("l_probabilistic", |x| x.l_probabilistic),
+        ("glm", |x| x.glm),
+    ];
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for d in 0..qi_names.len() {
+        cols.push(Arc::new(UInt8Array::from_iter_values(
+            rows.iter().map(|x| x.node[d]),
+        )));
+    }
+    for (_, get) in u64s {
+        cols.push(Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(get),
+        )));
+    }
+    for (_, get) in f64s {
+        cols.push(Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(get),
+        )));
+    }
+    if with_cm {
+        cols.push(Arc::new(
+            rows.iter().map(|x| x.cm).collect::<Float64Array>(),
+        ));
+    }
+    RecordBatch::try_new(indices_schema(qi_names, with_cm), cols)
+}
+
+/// The schema of [`indices_batch`].
+pub fn indices_schema(qi_names: &[&str], with_cm: bool) -> arrow::datatypes::SchemaRef {
+    use arrow::datatypes::{DataType, Field, Schema};
+    let mut fields: Vec<Field> = qi_names
+        .iter()
+        .map(|n| Field::new(*n, DataType::UInt8, false))
+        .collect();
+    for name in [
+        "classes",
+        "k",
+        "max_class",
+        "l_distinct",
+        "suppressed",
+        "s_k",
+        "s_l",
+    ] {
+        fields.push(Field::new(name, DataType::UInt64, false));
+    }
+    for name in ["l_entropy", "l_probabilistic", "glm"] {
+        fields.push(Field::new(name, DataType::Float64, false));
+    }
+    if with_cm {
+        fields.push(Field::new("cm", DataType::Float64, true));
+    }
+    std::sync::Arc::new(Schema::new(fields))
+}

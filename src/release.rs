@@ -9,7 +9,7 @@ use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, StringArray, UInt32Array,
 };
 use arrow::compute::{cast, filter, take};
-use arrow::datatypes::{DataType, Field, Schema, UInt32Type};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
@@ -38,41 +38,105 @@ pub struct ReleaseSummary {
     pub verified: bool,
 }
 
-/// Builds the release of `node` as one record batch (schema: input columns minus identifiers,
-/// QIs as generalized text labels).
-pub fn release_batch(ev: &Evaluator, node: &[u8]) -> Result<(RecordBatch, NodeIndices)> {
+/// The schema of a release: the input's columns minus identifiers, QIs as generalized text labels.
+pub fn release_schema(ev: &Evaluator) -> SchemaRef {
+    let ds = ev.dataset();
+    let fields: Vec<Field> = ds
+        .table
+        .schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !ds.identifiers.contains(i))
+        .map(|(i, f)| match ds.qis.iter().any(|q| q.column == i) {
+            true => Field::new(f.name(), DataType::Utf8, false),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Produces the release of `node` in chunks of at most `chunk_rows` input rows, passing each
+/// non-empty chunk to `emit` (which returns false to stop early). Returns the node's indices.
+pub fn release_chunks(
+    ev: &Evaluator,
+    node: &[u8],
+    chunk_rows: usize,
+    emit: &mut dyn FnMut(RecordBatch) -> Result<bool>,
+) -> Result<NodeIndices> {
     let rows = ev.evaluate_rows(node)?;
     let ds = ev.dataset();
     let n = ds.num_rows();
-    let keep = BooleanArray::from_iter((0..n as u32).map(|r| Some(!rows.suppressed.contains(r))));
-    let schema = &ds.table.schema;
-    let mut fields = Vec::new();
-    let mut columns: Vec<ArrayRef> = Vec::new();
-    for (i, field) in schema.fields().iter().enumerate() {
+    let schema = release_schema(ev);
+    // Per output column: either a QI (its position in node order) or a pass-through column.
+    let mut sources: Vec<(Option<usize>, ArrayRef)> = Vec::new();
+    for i in 0..ds.table.schema.fields().len() {
         if ds.identifiers.contains(&i) {
             continue;
         }
-        if let Some((d, q)) = ds.qis.iter().enumerate().find(|(_, q)| q.column == i) {
-            let level = q.hierarchy.level(node[d]);
-            let groups = take(
-                &UInt32Array::from(level.group_of_leaf.clone()),
-                &q.codes,
-                None,
-            )?;
-            let keys = filter(&groups, &keep)?;
-            let dict = DictionaryArray::<UInt32Type>::try_new(
-                keys.as_primitive::<UInt32Type>().clone(),
-                Arc::new(StringArray::from_iter_values(level.labels.iter())),
-            )?;
-            columns.push(cast(&dict, &DataType::Utf8)?);
-            fields.push(Field::new(field.name(), DataType::Utf8, false));
-        } else {
-            columns.push(filter(&ds.table.column(i)?, &keep)?);
-            fields.push(field.as_ref().clone());
+        match ds.qis.iter().position(|q| q.column == i) {
+            Some(d) => sources.push((Some(d), Arc::new(ds.qis[d].codes.clone()))),
+            None => sources.push((None, ds.table.column(i)?)),
         }
     }
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
-    Ok((batch, rows.indices))
+    let groups: Vec<UInt32Array> = ds
+        .qis
+        .iter()
+        .enumerate()
+        .map(|(d, q)| UInt32Array::from(q.hierarchy.level(node[d]).group_of_leaf.clone()))
+        .collect();
+    let labels: Vec<ArrayRef> = ds
+        .qis
+        .iter()
+        .enumerate()
+        .map(|(d, q)| {
+            Arc::new(StringArray::from_iter_values(
+                q.hierarchy.level(node[d]).labels.iter(),
+            )) as ArrayRef
+        })
+        .collect();
+    let mut start = 0;
+    while start < n {
+        let len = chunk_rows.max(1).min(n - start);
+        let keep = BooleanArray::from_iter(
+            (start..start + len).map(|r| Some(!rows.suppressed.contains(r as u32))),
+        );
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(sources.len());
+        for (qi, array) in &sources {
+            let part = filter(&array.slice(start, len), &keep)?;
+            columns.push(match qi {
+                Some(d) => {
+                    let keys = take(&groups[*d], &part, None)?;
+                    let dict = DictionaryArray::<UInt32Type>::try_new(
+                        keys.as_primitive::<UInt32Type>().clone(),
+                        labels[*d].clone(),
+                    )?;
+                    cast(&dict, &DataType::Utf8)?
+                }
+                None => part,
+            });
+        }
+        let batch = RecordBatch::try_new(schema.clone(), columns)?;
+        if batch.num_rows() > 0 && !emit(batch)? {
+            break;
+        }
+        start += len;
+    }
+    Ok(rows.indices)
+}
+
+/// Builds the release of `node` as one record batch.
+pub fn release_batch(ev: &Evaluator, node: &[u8]) -> Result<(RecordBatch, NodeIndices)> {
+    let mut batches = Vec::new();
+    let indices = release_chunks(ev, node, usize::MAX, &mut |b| {
+        batches.push(b);
+        Ok(true)
+    })?;
+    let batch = match batches.pop() {
+        Some(b) => b,
+        None => RecordBatch::new_empty(release_schema(ev)),
+    };
+    Ok((batch, indices))
 }
 
 /// Writes the release of `node` to `output` (CSV or Parquet by extension): to a temporary file,

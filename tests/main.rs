@@ -8,3 +8,4 @@ mod naive;
 mod release;
 mod rollup;
 mod search;
+mod sql;

@@ -9,6 +9,7 @@ mod output;
 mod profile_args;
 mod progress;
 mod search;
+mod sql;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,8 @@ enum Command {
     Search(search::SearchArgs),
     /// Compare two nodes by one property vector.
     Compare(compare::CompareArgs),
+    /// Run SQL with the pbg functions (and the profile's input as a table).
+    Sql(sql::SqlArgs),
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Experiment(experiment::Experiment),
@@ -46,5 +49,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Search(a) => search::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Experiment(e) => experiment::run(e),
+        Command::Sql(a) => sql::run(a),
     }
 }

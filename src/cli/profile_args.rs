@@ -114,6 +114,11 @@ impl ProfileArgs {
         Ok(profile)
     }
 
+    /// Whether any profile source (file or --input) was given.
+    pub fn given(&self) -> bool {
+        self.profile.is_some() || self.config.is_some() || self.input.is_some()
+    }
+
     /// Loads and encodes the data, ready to evaluate.
     pub fn evaluator(&self) -> Result<Evaluator, PbgError> {
         let profile = self.profile()?;

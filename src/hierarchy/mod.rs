@@ -6,6 +6,7 @@
 
 mod arx;
 mod date;
+mod generalize;
 mod interval;
 mod mask;
 mod spec;
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 
 use crate::error::{PbgError, Result};
 
+pub use generalize::{generalize, generalized_type};
 pub use spec::HierarchySpec;
 
 /// One level of a hierarchy: the partition of the leaves it induces.

@@ -1,0 +1,140 @@
+//! `generalize(value, 'hierarchy', level)`: the label of `value` at `level` of a registered hierarchy.
+
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock};
+
+use arrow::datatypes::DataType;
+use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
+};
+
+use super::registry::Registry;
+use crate::hierarchy::{generalize, generalized_type};
+
+static DOC: LazyLock<Documentation> =
+    LazyLock::new(|| {
+        Documentation::builder(
+        datafusion::logical_expr::DocSection {
+            include: true,
+            label: "pbg",
+            description: Some("Property based generalization"),
+        },
+        "Returns the label of `value` at `level` of the named generalization hierarchy (a QI of a \
+         registered profile). Values are matched by their text form; nulls stay null. Vectorized: \
+         the result is a dictionary array.",
+        "generalize(value, 'hierarchy', level)",
+    )
+    .with_sql_example(
+        "SELECT generalize(age, 'age', 2) AS age, count(*) FROM adult GROUP BY 1 ORDER BY 1;",
+    )
+    .with_argument("value", "The column to generalize (any type).")
+    .with_argument("hierarchy", "A hierarchy name: a QI of a registered profile, or `profile.qi`.")
+    .with_argument("level", "The level, 0 (leaves) to the hierarchy's height.")
+    .build()
+    });
+
+/// The `generalize` scalar function.
+#[derive(Debug)]
+pub struct GeneralizeFunc {
+    signature: Signature,
+    registry: Arc<Registry>,
+}
+
+impl GeneralizeFunc {
+    /// Creates the function over a registry.
+    pub fn new(registry: Arc<Registry>) -> Self {
+        GeneralizeFunc {
+            signature: Signature::one_of(vec![TypeSignature::Any(3)], Volatility::Immutable),
+            registry,
+        }
+    }
+}
+
+impl PartialEq for GeneralizeFunc {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.registry, &other.registry)
+    }
+}
+
+impl Eq for GeneralizeFunc {}
+
+impl Hash for GeneralizeFunc {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.registry) as usize).hash(state);
+    }
+}
+
+fn level_of(v: &ScalarValue) -> Result<u8> {
+    if v.is_null() {
+        return exec_err!("generalize: the level must not be NULL");
+    }
+    let l = match v.cast_to(&DataType::Int64) {
+        Ok(ScalarValue::Int64(Some(l))) => l,
+        _ => return exec_err!("generalize: the level must be an integer, got {v}"),
+    };
+    u8::try_from(l).or_else(|_| exec_err!("generalize: level {l} is out of range"))
+}
+
+impl ScalarUDFImpl for GeneralizeFunc {
+    fn name(&self) -> &str {
+        "generalize"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        if !matches!(
+            args[1],
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Null
+        ) {
+            return plan_err!(
+                "generalize: the hierarchy name must be a string, got {}",
+                args[1]
+            );
+        }
+        if !args[2].is_integer() && args[2] != DataType::Null {
+            return plan_err!("generalize: the level must be an integer, got {}", args[2]);
+        }
+        Ok(generalized_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let [value, hierarchy, level] =
+            datafusion::common::utils::take_function_args(self.name(), args.args)?;
+        let name = match &hierarchy {
+            ColumnarValue::Scalar(s) if !s.is_null() => s.to_string(),
+            ColumnarValue::Scalar(_) => {
+                return exec_err!("generalize: the hierarchy name must not be NULL");
+            }
+            ColumnarValue::Array(_) => {
+                return exec_err!("generalize: the hierarchy name must be a constant");
+            }
+        };
+        let level = match &level {
+            ColumnarValue::Scalar(s) => level_of(s)?,
+            ColumnarValue::Array(_) => {
+                return exec_err!("generalize: the level must be a constant");
+            }
+        };
+        let h = self.registry.hierarchy("generalize", &name)?;
+        let scalar = matches!(value, ColumnarValue::Scalar(_));
+        let array = value.into_array(if scalar { 1 } else { rows })?;
+        let out = generalize(&h, level, &array).map_err(|e| {
+            datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
+        })?;
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOC)
+    }
+}

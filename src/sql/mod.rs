@@ -1,0 +1,78 @@
+//! The DataFusion face: SQL functions over the engine. Each function lives in its own file with
+//! its documentation and an example; all of them call the engine, none re-implements evaluation.
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! use datafusion::prelude::SessionContext;
+//! let ctx = SessionContext::new();
+//! let registry = pbg::sql::register(&ctx);
+//! registry.add_profile_file("adult", "datasets/adult/adult.toml".as_ref())?;
+//! ctx.sql("SELECT k, glm FROM pbg_evaluate('adult', '1,1,1,1,1,1,1,1')").await?.show().await?;
+//! # Ok(()) }
+//! ```
+
+mod bitmap_cardinality;
+mod bitmap_contains;
+mod class_bitmap;
+mod entropy_l;
+mod generalize;
+mod histogram;
+mod max_frequency;
+mod pbg_anonymize;
+mod pbg_compare;
+mod pbg_evaluate;
+mod pbg_lattice;
+mod pbg_search;
+mod pbg_vectors;
+mod recursive_cl;
+mod registry;
+mod table;
+
+use std::sync::Arc;
+
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::prelude::SessionContext;
+
+pub use registry::Registry;
+
+/// Registers every pbg function on `ctx` and returns the registry that names profiles and
+/// hierarchies for them (add profiles to it before querying).
+pub fn register(ctx: &SessionContext) -> Arc<Registry> {
+    let registry = Arc::new(Registry::default());
+    ctx.register_udf(ScalarUDF::from(generalize::GeneralizeFunc::new(
+        registry.clone(),
+    )));
+    ctx.register_udf(ScalarUDF::from(
+        bitmap_cardinality::BitmapCardinalityFunc::new(),
+    ));
+    ctx.register_udf(ScalarUDF::from(bitmap_contains::BitmapContainsFunc::new()));
+    ctx.register_udaf(AggregateUDF::from(entropy_l::EntropyLFunc::new()));
+    ctx.register_udaf(AggregateUDF::from(max_frequency::MaxFrequencyFunc::new()));
+    ctx.register_udaf(AggregateUDF::from(recursive_cl::RecursiveClFunc::new()));
+    ctx.register_udaf(AggregateUDF::from(class_bitmap::ClassBitmapFunc::new()));
+    ctx.register_udtf(
+        "pbg_evaluate",
+        Arc::new(pbg_evaluate::PbgEvaluateFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_lattice",
+        Arc::new(pbg_lattice::PbgLatticeFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_search",
+        Arc::new(pbg_search::PbgSearchFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_vectors",
+        Arc::new(pbg_vectors::PbgVectorsFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_anonymize",
+        Arc::new(pbg_anonymize::PbgAnonymizeFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_compare",
+        Arc::new(pbg_compare::PbgCompareFunc::new(registry.clone())),
+    );
+    registry
+}

@@ -1,0 +1,53 @@
+//! `pbg_lattice('profile')`: one row per lattice node (a level column per QI, then the fields of
+//! `pbg_evaluate`), computed by roll-ups in parallel and streamed in batches.
+//!
+//! ```sql
+//! SELECT * FROM pbg_lattice('adult') WHERE k >= 10 AND l_distinct >= 3 ORDER BY glm LIMIT 5;
+//! ```
+
+use std::sync::Arc;
+
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::Result;
+
+use super::registry::Registry;
+use super::table::{Producer, arity, exec, lazy_table, string_arg};
+use crate::indices::{indices_batch, indices_schema};
+
+const NAME: &str = "pbg_lattice";
+
+/// The `pbg_lattice` table function.
+#[derive(Debug)]
+pub struct PbgLatticeFunc {
+    registry: Arc<Registry>,
+}
+
+impl PbgLatticeFunc {
+    /// Creates the function over a registry.
+    pub fn new(registry: Arc<Registry>) -> Self {
+        PbgLatticeFunc { registry }
+    }
+}
+
+impl TableFunctionImpl for PbgLatticeFunc {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        arity(NAME, exprs, 1, 1, "pbg_lattice('profile')")?;
+        let ev = self
+            .registry
+            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
+        let with_cm = ev.dataset().class.is_some();
+        let schema = indices_schema(&ev.qi_names(), with_cm);
+        let produce: Arc<Producer> = Arc::new(move |size, sink| {
+            let all = ev.evaluate_lattice(&|| {}).map_err(|e| exec(NAME, e))?;
+            // Arrow arrays are built one batch at a time from the (compact) indices.
+            for chunk in all.chunks(size.max(1)) {
+                if !sink(indices_batch(&ev.qi_names(), chunk, with_cm)?) {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        lazy_table(schema, produce)
+    }
+}

@@ -1,0 +1,157 @@
+//! Shared plumbing of the table functions: literal arguments, and tables whose batches are produced
+//! on a blocking thread (rayon work must not run on tokio workers) and streamed through a bounded
+//! channel, so a large result is never held whole.
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::catalog::streaming::StreamingTable;
+use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{DocSection, Expr};
+use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
+
+use crate::error::PbgError;
+
+/// The documentation section of every pbg function.
+pub(super) fn doc_section() -> DocSection {
+    DocSection {
+        include: true,
+        label: "pbg",
+        description: Some("Property based generalization"),
+    }
+}
+
+/// An engine error as a DataFusion execution error prefixed with the function name.
+pub(super) fn exec(function: &str, e: PbgError) -> DataFusionError {
+    DataFusionError::Execution(format!("{function}: {e}"))
+}
+
+/// An engine error found while planning (bad node, objectives, ...).
+pub(super) fn plan(function: &str, e: PbgError) -> DataFusionError {
+    DataFusionError::Plan(format!("{function}: {e}"))
+}
+
+/// Checks the number of arguments.
+pub(super) fn arity(
+    function: &str,
+    exprs: &[Expr],
+    min: usize,
+    max: usize,
+    usage: &str,
+) -> Result<()> {
+    if exprs.len() < min || exprs.len() > max {
+        return plan_err!(
+            "{function}: expected {usage}, got {} arguments",
+            exprs.len()
+        );
+    }
+    Ok(())
+}
+
+fn literal<'a>(function: &str, exprs: &'a [Expr], i: usize, what: &str) -> Result<&'a ScalarValue> {
+    match &exprs[i] {
+        Expr::Literal(v, _) if v.is_null() => plan_err!("{function}: {what} must not be NULL"),
+        Expr::Literal(v, _) => Ok(v),
+        other => plan_err!("{function}: {what} must be a constant, got {other}"),
+    }
+}
+
+/// A string literal argument.
+pub(super) fn string_arg(function: &str, exprs: &[Expr], i: usize, what: &str) -> Result<String> {
+    match literal(function, exprs, i, what)? {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => Ok(s.clone()),
+        other => plan_err!(
+            "{function}: {what} must be a string, got {other} ({})",
+            other.data_type()
+        ),
+    }
+}
+
+/// An integer literal argument.
+pub(super) fn int_arg(function: &str, exprs: &[Expr], i: usize, what: &str) -> Result<i64> {
+    let v = literal(function, exprs, i, what)?;
+    if !v.data_type().is_integer() {
+        return plan_err!(
+            "{function}: {what} must be an integer, got {v} ({})",
+            v.data_type()
+        );
+    }
+    match v.cast_to(&arrow::datatypes::DataType::Int64)? {
+        ScalarValue::Int64(Some(x)) => Ok(x),
+        other => plan_err!("{function}: {what} must be an integer, got {other}"),
+    }
+}
+
+/// Produces batches of about the given size, passing each to the sink; the sink returns false
+/// when the consumer is gone.
+pub(super) type Producer =
+    dyn Fn(usize, &mut dyn FnMut(RecordBatch) -> bool) -> Result<()> + Send + Sync;
+
+#[derive(Clone)]
+struct LazyPartition {
+    schema: SchemaRef,
+    produce: Arc<Producer>,
+}
+
+impl std::fmt::Debug for LazyPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LazyPartition({:?})", self.schema)
+    }
+}
+
+impl PartitionStream for LazyPartition {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let batch_size = ctx.session_config().batch_size();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
+        let produce = self.produce.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut sink = |b: RecordBatch| tx.blocking_send(Ok(b)).is_ok();
+            if let Err(e) = produce(batch_size, &mut sink) {
+                let _ = tx.blocking_send(Err(e));
+            }
+        });
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream))
+    }
+}
+
+/// A table computed when scanned and streamed batch by batch.
+pub(super) fn lazy_table(
+    schema: SchemaRef,
+    produce: Arc<Producer>,
+) -> Result<Arc<dyn TableProvider>> {
+    let partition = Arc::new(LazyPartition {
+        schema: schema.clone(),
+        produce,
+    });
+    Ok(Arc::new(StreamingTable::try_new(schema, vec![partition])?))
+}
+
+/// Emits `batch` in slices of `size` rows (zero-copy); false when the consumer is gone.
+pub(super) fn emit_sliced(
+    batch: &RecordBatch,
+    size: usize,
+    sink: &mut dyn FnMut(RecordBatch) -> bool,
+) -> bool {
+    let mut start = 0;
+    while start < batch.num_rows() {
+        let len = size.max(1).min(batch.num_rows() - start);
+        if !sink(batch.slice(start, len)) {
+            return false;
+        }
+        start += len;
+    }
+    true
+}

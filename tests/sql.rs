@@ -1,0 +1,276 @@
+//! The SQL face: the sqllogictest files under `sql/` (one per function, pinning results and error
+//! messages), the worked scripts under `sql/examples/`, and cross-checks of SQL against the CLI.
+
+use std::path::PathBuf;
+
+use arrow::record_batch::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::error::DataFusionError;
+use datafusion::prelude::{CsvReadOptions, SessionContext};
+use pbg::Profile;
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+
+use crate::common::{pbg, pbg_json, repo};
+
+/// A SessionContext with the pbg functions, adult (profile and table `adult`, η = 301) and the
+/// EDBT T1 table (profile and table `t1`).
+struct Db {
+    ctx: SessionContext,
+}
+
+async fn context() -> Result<SessionContext, DataFusionError> {
+    let ctx = SessionContext::new();
+    let registry = pbg::sql::register(&ctx);
+    for (name, profile, csv, delimiter) in [
+        (
+            "adult",
+            "datasets/adult/adult.toml",
+            "datasets/adult/adult.csv",
+            b';',
+        ),
+        ("t1", "datasets/t1/t1.toml", "datasets/t1/t1.csv", b','),
+    ] {
+        registry.add_profile_file(name, &repo(profile))?;
+        let path = repo(csv).to_string_lossy().into_owned();
+        ctx.register_csv(name, &path, CsvReadOptions::new().delimiter(delimiter))
+            .await?;
+    }
+    Ok(ctx)
+}
+
+fn rows(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, DataFusionError> {
+    let options = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for b in batches {
+        let formatters = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()?;
+        for r in 0..b.num_rows() {
+            out.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
+        }
+    }
+    Ok(out)
+}
+
+#[async_trait::async_trait]
+impl AsyncDB for Db {
+    type Error = DataFusionError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<Self::ColumnType>, Self::Error> {
+        let df = self.ctx.sql(sql).await?;
+        let width = df.schema().fields().len();
+        let batches = df.collect().await?;
+        Ok(DBOutput::Rows {
+            types: vec![DefaultColumnType::Any; width],
+            rows: rows(&batches)?,
+        })
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        "pbg"
+    }
+}
+
+fn slt_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo("sql"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqllogictest_files() {
+    let files = slt_files();
+    assert!(files.len() >= 12, "one .slt per function: {files:?}");
+    for file in files {
+        let mut runner = sqllogictest::Runner::new(|| async {
+            Ok(Db {
+                ctx: context().await?,
+            })
+        });
+        if let Err(e) = runner.run_file_async(&file).await {
+            panic!("{}: {e}", file.display());
+        }
+    }
+}
+
+#[test]
+fn example_scripts_run() {
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo("sql/examples"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 4);
+    for s in scripts {
+        let out = pbg(&[
+            "sql",
+            "datasets/adult/adult.toml",
+            "-f",
+            &s.to_string_lossy(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            s.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty());
+    }
+}
+
+/// GROUP BY generalize() over adult as Parquet gives the CLI's k, l and class count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_by_generalize_matches_pbg_evaluate() {
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("adult.parquet");
+    let ctx = context().await.unwrap();
+    ctx.sql(&format!(
+        "COPY (SELECT * FROM adult) TO '{}' STORED AS PARQUET",
+        parquet.display()
+    ))
+    .await
+    .unwrap()
+    .collect()
+    .await
+    .unwrap();
+    let mut profile = Profile::from_toml_file(&repo("datasets/adult/adult.toml")).unwrap();
+    profile.input = parquet.clone();
+    profile.suppression = pbg::SuppressionLimit::Rows(0);
+    let ctx = SessionContext::new();
+    let registry = pbg::sql::register(&ctx);
+    registry.add_loaded("adultp", &profile).unwrap();
+    ctx.register_parquet("adultp", parquet.to_str().unwrap(), Default::default())
+        .await
+        .unwrap();
+    let names = [
+        "age",
+        "workclass",
+        "education",
+        "marital-status",
+        "race",
+        "sex",
+        "native-country",
+        "salary-class",
+    ];
+    for node in [
+        [2u8, 1, 1, 1, 0, 1, 2, 1],
+        [4, 2, 2, 2, 1, 1, 3, 1],
+        [1, 0, 1, 0, 0, 0, 1, 0],
+    ] {
+        let keys: Vec<String> = names
+            .iter()
+            .zip(node)
+            .map(|(n, l)| format!("generalize(\"{n}\", '{n}', {l})"))
+            .collect();
+        let sql = format!(
+            "SELECT min(n) AS k, min(l) AS l, count(*) AS classes FROM \
+             (SELECT count(*) AS n, count(DISTINCT occupation) AS l FROM adultp GROUP BY {})",
+            keys.join(", ")
+        );
+        let got = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let got = rows(&got).unwrap();
+        let text = node
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let cli = pbg_json(&[
+            "evaluate",
+            "--input",
+            parquet.to_str().unwrap(),
+            "--config",
+            "datasets/adult/adult.toml",
+            "--suppression-limit",
+            "0",
+            "--node",
+            &text,
+        ]);
+        assert_eq!(
+            got[0],
+            vec![
+                cli["k"].to_string(),
+                cli["l_distinct"].to_string(),
+                cli["classes"].to_string()
+            ],
+            "{text}"
+        );
+        let via_fn = ctx
+            .sql(&format!(
+                "SELECT k, l_distinct, classes FROM pbg_evaluate('adultp', '{text}')"
+            ))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        assert_eq!(rows(&via_fn).unwrap(), got);
+    }
+}
+
+/// pbg_search gives the same front as pbg search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pbg_search_matches_the_cli() {
+    let ctx = context().await.unwrap();
+    for algorithm in ["exhaustive", "ea"] {
+        let sql = format!("SELECT * FROM pbg_search('adult', 'k,l,glm', '{algorithm}', 5)");
+        let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let sql_front = rows(&batches).unwrap();
+        let cli = pbg_json(&[
+            "search",
+            "datasets/adult/adult.toml",
+            "--objectives",
+            "k,l,glm",
+            "--algorithm",
+            algorithm,
+            "--seed",
+            "5",
+        ]);
+        let front = cli["front"].as_array().unwrap();
+        assert_eq!(sql_front.len(), front.len(), "{algorithm}");
+        for (row, p) in sql_front.iter().zip(front) {
+            let levels: Vec<String> = p["node"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            assert_eq!(&row[..8], &levels[..], "{algorithm}");
+            // Text forms of floats may differ in the last digit: compare numerically.
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+            assert!(close(
+                row[8].parse::<f64>().unwrap(),
+                p["k"].as_f64().unwrap()
+            ));
+            assert!(close(
+                row[10].parse::<f64>().unwrap(),
+                p["glm"].as_f64().unwrap()
+            ));
+        }
+    }
+}
+
+/// Large results stream: pbg_vectors arrives in batches of the session's batch size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vectors_stream_in_batches() {
+    let ctx = context().await.unwrap();
+    let batches = ctx
+        .sql("SELECT * FROM pbg_vectors('adult', '1,1,1,1,1,1,1,1')")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let total: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(total, 30162);
+    assert!(batches.len() >= 30162 / 8192, "{} batches", batches.len());
+}
