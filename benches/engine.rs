@@ -1,13 +1,19 @@
 //! Engine benchmarks (run: `cargo bench --bench engine`):
 //! - the whole 17920-node adult lattice with every index, by roll-ups;
 //! - one direct node evaluation over adult replicated 100× (3,016,200 rows, built here);
-//! - the exhaustive {k, l, GLM} front and one PBG-EA run (25 × 100) for {k, GLM} on adult.
+//! - the exhaustive {k, l, GLM} front and one PBG-EA run (25 × 100) for {k, GLM} on adult;
+//! - SQL: `generalize` over a dictionary-encoded 3M-row column on one core, and a GROUP BY node
+//!   evaluation (k, l, classes) over 3M rows in DataFusion next to the engine's `evaluate`.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arrow::array::{ArrayRef, DictionaryArray, StringArray, UInt32Array};
+use arrow::datatypes::UInt32Type;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
 use pbg::search::{EaConfig, exhaustive, pbg_ea};
 use pbg::{Dataset, Evaluator, Objective, Profile};
 
@@ -77,5 +83,72 @@ fn direct_3m(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, lattice, search, direct_3m);
+fn sql_3m(c: &mut Criterion) {
+    let (profile, ds) = adult();
+    let mut table = ds.table.clone();
+    table.batches = (0..100)
+        .flat_map(|_| ds.table.batches.iter().cloned())
+        .collect();
+    let rows = table.num_rows();
+    let ev = Arc::new(
+        Evaluator::new(Arc::new(
+            Dataset::from_table(&profile, table.clone()).unwrap(),
+        ))
+        .unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ctx = SessionContext::new();
+    let registry = pbg::sql::register(&ctx);
+    registry.add_profile("adult", ev.clone());
+    let mem = MemTable::try_new(table.schema.clone(), vec![table.batches.clone()]).unwrap();
+    ctx.register_table("adult", Arc::new(mem)).unwrap();
+
+    // generalize() on one core over a dictionary-encoded column (the age leaves as text).
+    let age = ev.dataset().qis[0].hierarchy.clone();
+    let keys = UInt32Array::from_iter_values((0..rows as u32).map(|i| i % age.leaf_count() as u32));
+    let values = StringArray::from_iter_values(age.leaves().iter());
+    let dict: ArrayRef =
+        Arc::new(DictionaryArray::<UInt32Type>::try_new(keys, Arc::new(values)).unwrap());
+    let mut g = c.benchmark_group("sql_3016200_rows");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(rows as u64));
+    g.bench_function("generalize_dictionary_one_core", |b| {
+        b.iter(|| black_box(pbg::hierarchy::generalize(&age, 3, &dict).unwrap()))
+    });
+    let node = [2u8, 1, 1, 1, 0, 1, 2, 1];
+    let names = [
+        "age",
+        "workclass",
+        "education",
+        "marital-status",
+        "race",
+        "sex",
+        "native-country",
+        "salary-class",
+    ];
+    let keys: Vec<String> = names
+        .iter()
+        .zip(node)
+        .map(|(n, l)| format!("generalize(\"{n}\", '{n}', {l})"))
+        .collect();
+    let sql = format!(
+        "SELECT min(n) AS k, min(l) AS l, count(*) AS classes FROM \
+         (SELECT count(*) AS n, count(DISTINCT occupation) AS l FROM adult GROUP BY {})",
+        keys.join(", ")
+    );
+    g.bench_function("group_by_node_sql", |b| {
+        b.iter(|| {
+            rt.block_on(async { black_box(ctx.sql(&sql).await.unwrap().collect().await.unwrap()) })
+        })
+    });
+    g.bench_function("evaluate_node_engine", |b| {
+        b.iter(|| black_box(ev.evaluate(&node).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lattice, search, direct_3m, sql_3m);
 criterion_main!(benches);

@@ -1,6 +1,7 @@
 //! `pbg sql [<profile> | --config F] [--table NAME] [-c SQL | -f FILE.sql] [--format table|csv|json]`
 
 use std::io::{BufRead, IsTerminal, Write};
+
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -114,6 +115,40 @@ async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
     Ok(ctx)
 }
 
+/// The interactive prompt: statements end with `;`, errors are reported and the session goes on,
+/// lines are kept in a history (~/.pbg_history).
+async fn interactive(ctx: &SessionContext, format: Format) -> anyhow::Result<()> {
+    let mut editor = rustyline::DefaultEditor::new()?;
+    let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pbg_history"));
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    let mut pending = String::new();
+    loop {
+        let prompt = if pending.is_empty() { "pbg> " } else { "...> " };
+        match editor.readline(prompt) {
+            Ok(line) => {
+                pending.push_str(&line);
+                pending.push('\n');
+                if line.trim_end().ends_with(';') {
+                    let _ = editor.add_history_entry(pending.trim());
+                    if let Err(e) = run_sql(ctx, &pending, format).await {
+                        eprintln!("pbg: error: {e:#}");
+                    }
+                    pending.clear();
+                }
+            }
+            Err(rustyline::error::ReadlineError::Interrupted) => pending.clear(),
+            Err(rustyline::error::ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(h) = &history {
+        let _ = editor.save_history(h);
+    }
+    Ok(())
+}
+
 /// Runs `pbg sql`.
 pub fn run(a: SqlArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -128,33 +163,17 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
             let sql = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
             return run_sql(&ctx, &sql, a.format).await;
         }
-        // Interactive: statements end with `;`; an error is reported and the session goes on.
-        let interactive = std::io::stdin().is_terminal();
-        let mut pending = String::new();
-        let prompt = |pending: &str| {
-            if interactive {
-                eprint!("{}", if pending.is_empty() { "pbg> " } else { "...> " });
-                let _ = std::io::stderr().flush();
-            }
-        };
-        prompt(&pending);
-        for line in std::io::stdin().lock().lines() {
-            let line = line?;
-            pending.push_str(&line);
-            pending.push('\n');
-            if line.trim_end().ends_with(';') {
-                if let Err(e) = run_sql(&ctx, &pending, a.format).await {
-                    if !interactive {
-                        return Err(e);
-                    }
-                    eprintln!("pbg: error: {e:#}");
-                }
-                pending.clear();
-            }
-            prompt(&pending);
+        if std::io::stdin().is_terminal() {
+            return interactive(&ctx, a.format).await;
         }
-        if !pending.trim().is_empty() {
-            run_sql(&ctx, &pending, a.format).await?;
+        // Piped statements: run them all; the first error stops.
+        let mut sql = String::new();
+        for line in std::io::stdin().lock().lines() {
+            sql.push_str(&line?);
+            sql.push('\n');
+        }
+        if !sql.trim().is_empty() {
+            run_sql(&ctx, &sql, a.format).await?;
         }
         Ok(())
     })
