@@ -36,6 +36,7 @@ pub mod properties;
 pub mod quality;
 pub mod release;
 pub mod search;
+pub mod slicing;
 pub mod sql;
 pub mod suppression;
 

@@ -8,4 +8,5 @@ mod naive;
 mod release;
 mod rollup;
 mod search;
+mod slicing;
 mod sql;

@@ -2,6 +2,7 @@
 
 mod anonymize;
 mod compare;
+mod correlate;
 mod evaluate;
 mod experiment;
 mod lattice;
@@ -35,6 +36,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run SQL with the pbg functions (and the profile's input as a table).
     Sql(sql::SqlArgs),
+    /// Chi-square and φ² attribute correlation (for slicing).
+    Correlate(correlate::CorrelateArgs),
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Experiment(experiment::Experiment),
@@ -50,5 +53,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Compare(a) => compare::run(a),
         Command::Experiment(e) => experiment::run(e),
         Command::Sql(a) => sql::run(a),
+        Command::Correlate(a) => correlate::run(a),
     }
 }

@@ -1,0 +1,117 @@
+//! Slicing, part 1: attribute correlation through the CLI, checked against an independent
+//! computation, and its bad inputs.
+
+use std::collections::HashMap;
+
+use crate::common::{pbg, pbg_json, repo};
+
+/// φ² of two adult columns computed directly from the text (hash maps, textbook formula).
+fn phi2(a: &str, b: &str) -> f64 {
+    let text = std::fs::read_to_string(repo("datasets/adult/adult.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(';').collect();
+    let (ia, ib) = (
+        header.iter().position(|h| *h == a).unwrap(),
+        header.iter().position(|h| *h == b).unwrap(),
+    );
+    let mut joint: HashMap<(String, String), f64> = HashMap::new();
+    let (mut ma, mut mb): (HashMap<String, f64>, HashMap<String, f64>) =
+        (HashMap::new(), HashMap::new());
+    let mut n = 0.0;
+    for line in lines {
+        let f: Vec<&str> = line.split(';').collect();
+        *joint.entry((f[ia].into(), f[ib].into())).or_default() += 1.0;
+        *ma.entry(f[ia].into()).or_default() += 1.0;
+        *mb.entry(f[ib].into()).or_default() += 1.0;
+        n += 1.0;
+    }
+    let mut chi = 0.0;
+    for (x, cx) in &ma {
+        for (y, cy) in &mb {
+            let e = cx * cy / n;
+            let o = joint.get(&(x.clone(), y.clone())).copied().unwrap_or(0.0);
+            chi += (o - e) * (o - e) / e;
+        }
+    }
+    chi / (n * (ma.len().min(mb.len()) as f64 - 1.0))
+}
+
+#[test]
+fn correlation_matches_an_independent_computation() {
+    let m = pbg_json(&[
+        "correlate",
+        "--input",
+        "datasets/adult/adult.csv",
+        "--delimiter",
+        ";",
+        "--columns",
+        "sex,salary-class,education,occupation",
+        "--format",
+        "json",
+    ]);
+    let phi = &m["phi_squared"];
+    for (i, j, a, b) in [
+        (0, 1, "sex", "salary-class"),
+        (2, 3, "education", "occupation"),
+        (0, 3, "sex", "occupation"),
+    ] {
+        let got = phi[i][j].as_f64().unwrap();
+        let want = phi2(a, b);
+        assert!((got - want).abs() < 1e-12, "{a}/{b}: {got} vs {want}");
+        assert_eq!(phi[i][j], phi[j][i]);
+    }
+    assert_eq!(phi[0][0], 1.0);
+}
+
+#[test]
+fn correlation_bad_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_row = dir.path().join("one.csv");
+    std::fs::write(&one_row, "a,b\n1,2\n").unwrap();
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, "a,b\n").unwrap();
+    let single = dir.path().join("single.csv");
+    std::fs::write(&single, "a\n1\n2\n").unwrap();
+    for (args, needle) in [
+        (
+            vec![
+                "--input",
+                "datasets/adult/adult.csv",
+                "--delimiter",
+                ";",
+                "--columns",
+                "age,nope",
+            ],
+            "no column `nope`",
+        ),
+        (
+            vec!["--input", one_row.to_str().unwrap()],
+            "at least two rows",
+        ),
+        (vec!["--input", empty.to_str().unwrap()], "empty"),
+        (
+            vec!["--input", single.to_str().unwrap()],
+            "at least two columns",
+        ),
+        (
+            vec![
+                "--input",
+                "datasets/adult/adult.csv",
+                "--delimiter",
+                ";",
+                "--bins",
+                "0",
+            ],
+            "--bins",
+        ),
+    ] {
+        let mut full = vec!["correlate"];
+        full.extend(args.iter());
+        let out = pbg(&full);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(needle) && !err.contains("panicked"),
+            "{full:?}: {err}"
+        );
+    }
+}
