@@ -51,11 +51,10 @@ impl Contingency {
     fn margins(&self) -> (Vec<u64>, Vec<u64>, u64) {
         let mut r = vec![0u64; self.rows];
         let mut c = vec![0u64; self.cols];
-        for i in 0..self.rows {
-            for j in 0..self.cols {
-                let v = self.counts[i * self.cols + j];
-                r[i] += v;
-                c[j] += v;
+        for (ri, row) in r.iter_mut().zip(self.counts.chunks(self.cols.max(1))) {
+            for (cj, &v) in c.iter_mut().zip(row) {
+                *ri += v;
+                *cj += v;
             }
         }
         let n = r.iter().sum();
@@ -69,11 +68,11 @@ impl Contingency {
             return 0.0;
         }
         let mut chi = 0.0;
-        for i in 0..self.rows {
-            for j in 0..self.cols {
-                let e = r[i] as f64 * c[j] as f64 / n as f64;
+        for (&ri, row) in r.iter().zip(self.counts.chunks(self.cols.max(1))) {
+            for (&cj, &o) in c.iter().zip(row) {
+                let e = ri as f64 * cj as f64 / n as f64;
                 if e > 0.0 {
-                    let d = self.counts[i * self.cols + j] as f64 - e;
+                    let d = o as f64 - e;
                     chi += d * d / e;
                 }
             }
