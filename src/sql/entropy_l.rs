@@ -3,15 +3,9 @@
 
 use std::sync::LazyLock;
 
-use arrow::datatypes::{DataType, FieldRef};
-use datafusion::common::Result;
-use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDFImpl, Documentation, GroupsAccumulator, Signature, TypeSignature,
-    Volatility,
-};
+use datafusion::logical_expr::Documentation;
 
-use super::histogram::{HistogramAccumulator, HistogramGroups, state_fields};
+use super::histogram::{HistogramAggregate, HistogramSpec, any_types, no_param};
 
 static DOC: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
@@ -43,55 +37,18 @@ fn finish(counts: &[u64], _: f64) -> Option<f64> {
     Some(if counts.len() == 1 { 1.0 } else { h.exp() })
 }
 
+static SPEC: HistogramSpec = HistogramSpec {
+    name: "entropy_l",
+    arity: 1,
+    check: any_types,
+    param: no_param,
+    finish,
+    doc: || &DOC,
+};
+
 /// The `entropy_l` aggregate.
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct EntropyLFunc {
-    signature: Signature,
-}
-
-impl EntropyLFunc {
-    /// Creates the function.
-    pub fn new() -> Self {
-        EntropyLFunc {
-            signature: Signature::one_of(vec![TypeSignature::Any(1)], Volatility::Immutable),
-        }
-    }
-}
-
-impl AggregateUDFImpl for EntropyLFunc {
-    fn name(&self) -> &str {
-        "entropy_l"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Float64)
-    }
-
-    fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(HistogramAccumulator(HistogramGroups::new(
-            finish, 0.0,
-        ))))
-    }
-
-    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        state_fields(args)
-    }
-
-    fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
-        true
-    }
-
-    fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(HistogramGroups::new(finish, 0.0)))
-    }
-
-    fn documentation(&self) -> Option<&Documentation> {
-        Some(&DOC)
-    }
+pub fn entropy_l() -> HistogramAggregate {
+    HistogramAggregate::new(&SPEC)
 }
 
 #[cfg(test)]

@@ -11,15 +11,121 @@ use arrow::array::{
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, FieldRef, UInt32Type, UInt64Type};
 use datafusion::common::{Result, ScalarValue};
-use datafusion::logical_expr::function::StateFieldsArgs;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{Accumulator, EmitTo, GroupsAccumulator};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDFImpl, Documentation, EmitTo, GroupsAccumulator, Signature,
+    TypeSignature, Volatility,
+};
 
 /// Turns a group's value counts (any order) into the aggregate's value; `None` gives NULL.
 pub(super) type Finish = fn(&[u64], f64) -> Option<f64>;
 
+/// What distinguishes one histogram aggregate from another.
+#[derive(Debug)]
+pub(super) struct HistogramSpec {
+    /// SQL name.
+    pub name: &'static str,
+    /// Number of arguments (the first is the value; others are constants read by `param`).
+    pub arity: usize,
+    /// Checks the argument types at planning.
+    pub check: fn(&[DataType]) -> Result<()>,
+    /// Reads the constant parameter from the arguments (0 when there is none).
+    pub param: fn(&AccumulatorArgs) -> Result<f64>,
+    /// Turns a group's counts into the value.
+    pub finish: Finish,
+    /// User documentation.
+    pub doc: fn() -> &'static Documentation,
+}
+
+/// An aggregate over value histograms, returning Float64.
+#[derive(Debug)]
+pub(super) struct HistogramAggregate {
+    spec: &'static HistogramSpec,
+    signature: Signature,
+}
+
+impl HistogramAggregate {
+    pub(super) fn new(spec: &'static HistogramSpec) -> Self {
+        HistogramAggregate {
+            spec,
+            signature: Signature::one_of(
+                vec![TypeSignature::Any(spec.arity)],
+                Volatility::Immutable,
+            ),
+        }
+    }
+}
+
+impl PartialEq for HistogramAggregate {
+    fn eq(&self, other: &Self) -> bool {
+        self.spec.name == other.spec.name
+    }
+}
+
+impl Eq for HistogramAggregate {}
+
+impl std::hash::Hash for HistogramAggregate {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.spec.name.hash(state);
+    }
+}
+
+impl AggregateUDFImpl for HistogramAggregate {
+    fn name(&self) -> &str {
+        self.spec.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        (self.spec.check)(args)?;
+        Ok(DataType::Float64)
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let param = (self.spec.param)(&args)?;
+        Ok(Box::new(HistogramAccumulator(HistogramGroups::new(
+            self.spec.finish,
+            param,
+        ))))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        state_fields(args)
+    }
+
+    fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
+        true
+    }
+
+    fn create_groups_accumulator(
+        &self,
+        args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        let param = (self.spec.param)(&args)?;
+        Ok(Box::new(HistogramGroups::new(self.spec.finish, param)))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some((self.spec.doc)())
+    }
+}
+
+/// No parameter.
+pub(super) fn no_param(_: &AccumulatorArgs) -> Result<f64> {
+    Ok(0.0)
+}
+
+/// Any argument types.
+pub(super) fn any_types(_: &[DataType]) -> Result<()> {
+    Ok(())
+}
+
 /// The intermediate state: the distinct values and their counts, as two lists.
-pub(super) fn state_fields(args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+fn state_fields(args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
     Ok(vec![
         Arc::new(Field::new_list(
             format_state_name(args.name, "values"),
@@ -36,7 +142,7 @@ pub(super) fn state_fields(args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
 
 /// Histograms of values per group; values are interned to small codes.
 #[derive(Debug)]
-pub(super) struct HistogramGroups {
+struct HistogramGroups {
     codes: HashMap<String, u32>,
     names: Vec<String>,
     groups: Vec<Vec<(u32, u64)>>,
@@ -45,7 +151,7 @@ pub(super) struct HistogramGroups {
 }
 
 impl HistogramGroups {
-    pub(super) fn new(finish: Finish, param: f64) -> Self {
+    fn new(finish: Finish, param: f64) -> Self {
         HistogramGroups {
             codes: HashMap::new(),
             names: Vec::new(),
@@ -208,7 +314,7 @@ impl GroupsAccumulator for HistogramGroups {
 
 /// The same histogram as a plain (single group) accumulator.
 #[derive(Debug)]
-pub(super) struct HistogramAccumulator(pub(super) HistogramGroups);
+struct HistogramAccumulator(HistogramGroups);
 
 impl Accumulator for HistogramAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {

@@ -46,9 +46,9 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
         bitmap_cardinality::BitmapCardinalityFunc::new(),
     ));
     ctx.register_udf(ScalarUDF::from(bitmap_contains::BitmapContainsFunc::new()));
-    ctx.register_udaf(AggregateUDF::from(entropy_l::EntropyLFunc::new()));
-    ctx.register_udaf(AggregateUDF::from(max_frequency::MaxFrequencyFunc::new()));
-    ctx.register_udaf(AggregateUDF::from(recursive_cl::RecursiveClFunc::new()));
+    ctx.register_udaf(AggregateUDF::from(entropy_l::entropy_l()));
+    ctx.register_udaf(AggregateUDF::from(max_frequency::max_frequency()));
+    ctx.register_udaf(AggregateUDF::from(recursive_cl::recursive_cl()));
     ctx.register_udaf(AggregateUDF::from(class_bitmap::ClassBitmapFunc::new()));
     ctx.register_udtf(
         "pbg_evaluate",

@@ -12,7 +12,7 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::Result;
 
 use super::registry::Registry;
-use super::table::{Producer, arity, emit_sliced, exec, lazy_table, plan, string_arg};
+use super::table::{Producer, emit_sliced, exec, lazy_table, profile_and_node};
 use crate::indices::{indices_batch, indices_schema};
 
 const NAME: &str = "pbg_evaluate";
@@ -32,14 +32,7 @@ impl PbgEvaluateFunc {
 
 impl TableFunctionImpl for PbgEvaluateFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        arity(NAME, exprs, 2, 2, "pbg_evaluate('profile', 'L1,L2,..')")?;
-        let ev = self
-            .registry
-            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
-        let node = ev
-            .parse_node(&string_arg(NAME, exprs, 1, "the node")?)
-            .map_err(|e| plan(NAME, e))?;
+        let (ev, node) = profile_and_node(&self.registry, NAME, args.exprs())?;
         let with_cm = ev.dataset().class.is_some();
         let schema = indices_schema(&ev.qi_names(), with_cm);
         let produce: Arc<Producer> = Arc::new(move |size, sink| {

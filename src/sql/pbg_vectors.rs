@@ -14,7 +14,7 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::Result;
 
 use super::registry::Registry;
-use super::table::{Producer, arity, exec, lazy_table, plan, string_arg};
+use super::table::{Producer, exec, lazy_table, profile_and_node};
 
 const NAME: &str = "pbg_vectors";
 
@@ -33,14 +33,7 @@ impl PbgVectorsFunc {
 
 impl TableFunctionImpl for PbgVectorsFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        arity(NAME, exprs, 2, 2, "pbg_vectors('profile', 'L1,L2,..')")?;
-        let ev = self
-            .registry
-            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
-        let node = ev
-            .parse_node(&string_arg(NAME, exprs, 1, "the node")?)
-            .map_err(|e| plan(NAME, e))?;
+        let (ev, node) = profile_and_node(&self.registry, NAME, args.exprs())?;
         let with_cm = ev.dataset().class.is_some();
         let mut fields = vec![
             Field::new("row_id", DataType::UInt64, false),

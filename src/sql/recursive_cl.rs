@@ -2,16 +2,13 @@
 
 use std::sync::LazyLock;
 
-use arrow::datatypes::{DataType, FieldRef};
+use arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, plan_err};
-use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDFImpl, Documentation, GroupsAccumulator, Signature, TypeSignature,
-    Volatility,
-};
+use datafusion::logical_expr::Documentation;
+use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::physical_expr::expressions::Literal;
 
-use super::histogram::{HistogramAccumulator, HistogramGroups, state_fields};
+use super::histogram::{HistogramAggregate, HistogramSpec};
 
 static DOC: LazyLock<Documentation> =
     LazyLock::new(|| {
@@ -47,21 +44,6 @@ pub(crate) fn recursive_l(counts: &[u64], c: f64) -> Option<f64> {
     Some(best as f64)
 }
 
-/// The `recursive_cl` aggregate.
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct RecursiveClFunc {
-    signature: Signature,
-}
-
-impl RecursiveClFunc {
-    /// Creates the function.
-    pub fn new() -> Self {
-        RecursiveClFunc {
-            signature: Signature::one_of(vec![TypeSignature::Any(2)], Volatility::Immutable),
-        }
-    }
-}
-
 fn c_of(args: &AccumulatorArgs) -> Result<f64> {
     let lit = args.exprs.get(1).and_then(|e| e.downcast_ref::<Literal>());
     let Some(lit) = lit else {
@@ -76,47 +58,25 @@ fn c_of(args: &AccumulatorArgs) -> Result<f64> {
     }
 }
 
-impl AggregateUDFImpl for RecursiveClFunc {
-    fn name(&self) -> &str {
-        "recursive_cl"
+fn check(args: &[DataType]) -> Result<()> {
+    if !args[1].is_numeric() {
+        return plan_err!("recursive_cl: c must be a number, got {}", args[1]);
     }
+    Ok(())
+}
 
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
+static SPEC: HistogramSpec = HistogramSpec {
+    name: "recursive_cl",
+    arity: 2,
+    check,
+    param: c_of,
+    finish: recursive_l,
+    doc: || &DOC,
+};
 
-    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        if !args[1].is_numeric() {
-            return plan_err!("recursive_cl: c must be a number, got {}", args[1]);
-        }
-        Ok(DataType::Float64)
-    }
-
-    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(HistogramAccumulator(HistogramGroups::new(
-            recursive_l,
-            c_of(&args)?,
-        ))))
-    }
-
-    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        state_fields(args)
-    }
-
-    fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
-        true
-    }
-
-    fn create_groups_accumulator(
-        &self,
-        args: AccumulatorArgs,
-    ) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(HistogramGroups::new(recursive_l, c_of(&args)?)))
-    }
-
-    fn documentation(&self) -> Option<&Documentation> {
-        Some(&DOC)
-    }
+/// The `recursive_cl` aggregate.
+pub fn recursive_cl() -> HistogramAggregate {
+    HistogramAggregate::new(&SPEC)
 }
 
 #[cfg(test)]

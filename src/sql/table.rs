@@ -89,6 +89,26 @@ pub(super) fn int_arg(function: &str, exprs: &[Expr], i: usize, what: &str) -> R
     }
 }
 
+/// The profile (argument 0) and node (argument 1) of a `fn('profile', 'L1,..')` call.
+pub(super) fn profile_and_node(
+    registry: &super::Registry,
+    function: &str,
+    exprs: &[Expr],
+) -> Result<(Arc<crate::evaluate::Evaluator>, crate::lattice::Node)> {
+    arity(
+        function,
+        exprs,
+        2,
+        2,
+        &format!("{function}('profile', 'L1,L2,..')"),
+    )?;
+    let ev = registry.profile(function, &string_arg(function, exprs, 0, "the profile")?)?;
+    let node = ev
+        .parse_node(&string_arg(function, exprs, 1, "the node")?)
+        .map_err(|e| plan(function, e))?;
+    Ok((ev, node))
+}
+
 /// Produces batches of about the given size, passing each to the sink; the sink returns false
 /// when the consumer is gone.
 pub(super) type Producer =
