@@ -1,6 +1,7 @@
 //! Node evaluation: direct (from the encoded rows) and by roll-up (from a finer node's cell
 //! tables), and the sweep of the whole lattice built on roll-ups.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -157,87 +158,78 @@ impl Evaluator {
             .sum()
     }
 
-    /// The suppression threshold j of a node's classes (classes of size ≤ j are suppressed).
-    pub fn threshold(&self, tables: &NodeTables) -> u64 {
-        let eta = self.dataset.eta;
-        let mut small = Vec::new();
-        let mut max_size = 0;
-        for class in tables.sens.classes() {
-            let size: u64 = class.iter().map(|c| c.count).sum();
-            max_size = max_size.max(size);
-            if size <= eta {
-                small.push(size);
-            }
-        }
-        suppression_threshold(&mut small, eta, max_size)
-    }
-
-    /// Every index of `node` from its cell tables, under the suppression rule.
+    /// Every index of `node` from its cell tables, under the suppression rule, in one pass over
+    /// the sensitive cells: classes larger than η (never suppressed) are folded into one
+    /// accumulator, smaller ones into one accumulator per size; the threshold j then comes from the
+    /// per-size tuple counts, and only the (at most η) suppressed classes are revisited for GLM.
     pub fn indices(&self, node: &[u8], tables: &NodeTables) -> NodeIndices {
-        let j = self.threshold(tables);
+        let eta = self.dataset.eta;
         let n = self.dataset.num_rows() as u64;
         let totals = &self.dataset.sensitive.counts;
-        let qis = self.dataset.qis.len() as f64;
         let sens = &tables.sens;
-        let mut out = NodeIndices {
-            node: node.to_vec(),
-            classes: 0,
-            k: u64::MAX,
-            max_class: 0,
-            l_distinct: u64::MAX,
-            l_entropy: f64::INFINITY,
-            l_probabilistic: f64::INFINITY,
-            suppressed: 0,
-            glm: 0.0,
-            s_k: 0,
-            s_l: 0,
-            cm: None,
-            threshold: j,
-        };
-        let mut min_entropy = f64::INFINITY;
-        let mut glm_suppressed = 0.0;
+        let mut big = ClassAcc::EMPTY;
+        let mut by_size: BTreeMap<u64, ClassAcc> = BTreeMap::new();
+        let mut dense = vec![ClassAcc::EMPTY; eta.min(DENSE_SIZES) as usize + 1];
+        let mut small_keys: Vec<(u64, u64)> = Vec::new();
+        let mut max_size = 0;
         for class in sens.classes() {
-            let size: u64 = class.iter().map(|c| c.count).sum();
-            if size <= j {
-                out.suppressed += size;
-                out.s_k += size * n;
-                out.s_l += class
-                    .iter()
-                    .map(|c| c.count * totals[sens.value_of(c) as usize])
-                    .sum::<u64>();
-                glm_suppressed +=
-                    size as f64 * (qis - self.class_loss(node, sens.class_of(&class[0])));
-                continue;
-            }
-            out.classes += 1;
-            out.k = out.k.min(size);
-            out.max_class = out.max_class.max(size);
-            out.l_distinct = out.l_distinct.min(class.len() as u64);
-            out.s_k += size * size;
+            let mut size = 0;
             let mut sum_clnc = 0.0;
             let mut most = 0;
+            let mut sum_sq = 0;
+            let mut sum_tot = 0;
             for c in class {
-                out.s_l += c.count * c.count;
+                size += c.count;
                 sum_clnc += c.count as f64 * self.ln[c.count as usize];
                 most = most.max(c.count);
+                sum_sq += c.count * c.count;
+                sum_tot += c.count * totals[sens.value_of(c) as usize];
             }
+            max_size = max_size.max(size);
             // A class with one sensitive value has entropy exactly 0 (no rounding noise).
             let entropy = if class.len() == 1 {
                 0.0
             } else {
                 (self.ln[size as usize] - sum_clnc / size as f64).max(0.0)
             };
-            min_entropy = min_entropy.min(entropy);
-            out.l_probabilistic = out.l_probabilistic.min(size as f64 / most as f64);
+            let acc = if size > eta {
+                &mut big
+            } else {
+                small_keys.push((sens.class_of(&class[0]), size));
+                if size <= DENSE_SIZES {
+                    &mut dense[size as usize]
+                } else {
+                    by_size.entry(size).or_insert(ClassAcc::EMPTY)
+                }
+            };
+            acc.add(size, class.len() as u64, entropy, most, sum_sq, sum_tot);
         }
-        out.l_entropy = min_entropy.exp();
-        out.glm = node
+        let sizes: Vec<(u64, &ClassAcc)> = dense
             .iter()
             .enumerate()
-            .map(|(d, &l)| self.glm_base[d][l as usize])
-            .sum::<f64>()
-            + glm_suppressed;
-        out.cm = tables.labels.as_ref().map(|labels| {
+            .filter(|(_, a)| a.classes > 0)
+            .map(|(s, a)| (s as u64, a))
+            .chain(by_size.iter().map(|(s, a)| (*s, a)))
+            .collect();
+        let j = suppression_threshold(sizes.iter().map(|(s, a)| (*s, a.tuples)), eta, max_size);
+        let mut suppressed = 0;
+        let mut s_l_suppressed = 0;
+        let mut released = big;
+        for (size, acc) in sizes {
+            if size <= j {
+                suppressed += acc.tuples;
+                s_l_suppressed += acc.sum_tot;
+            } else {
+                released.merge(acc);
+            }
+        }
+        let qis = self.dataset.qis.len() as f64;
+        let glm_suppressed: f64 = small_keys
+            .iter()
+            .filter(|(_, size)| *size <= j)
+            .map(|&(key, size)| size as f64 * (qis - self.class_loss(node, key)))
+            .sum();
+        let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
             for class in labels.classes() {
                 let size: u64 = class.iter().map(|c| c.count).sum();
@@ -245,17 +237,28 @@ impl Evaluator {
                     penalties += size;
                 } else {
                     let most = class.iter().map(|c| c.count).max().unwrap_or(0);
-                    let majority: u64 = class
-                        .iter()
-                        .filter(|c| c.count == most)
-                        .map(|c| c.count)
-                        .sum();
+                    let majority: u64 = class.iter().filter(|c| c.count == most).map(|c| c.count).sum();
                     penalties += size - majority;
                 }
             }
             penalties as f64 / n as f64
         });
-        out
+        let base: f64 = node.iter().enumerate().map(|(d, &l)| self.glm_base[d][l as usize]).sum();
+        NodeIndices {
+            node: node.to_vec(),
+            classes: released.classes,
+            k: released.min_size,
+            max_class: released.max_size,
+            l_distinct: released.min_distinct,
+            l_entropy: released.min_entropy.exp(),
+            l_probabilistic: released.min_prob,
+            suppressed,
+            glm: base + glm_suppressed,
+            s_k: released.sum_size_sq + suppressed * n,
+            s_l: released.sum_sq + s_l_suppressed,
+            cm,
+            threshold: j,
+        }
     }
 
     /// Evaluates every node of the lattice, rank by rank: the bottom directly, every other node by
@@ -320,5 +323,65 @@ impl Evaluator {
         }
         // Every node above the bottom has a predecessor in the previous rank.
         best.expect("a node of rank > 0 has a predecessor")
+    }
+}
+
+/// Sizes up to which per-size accumulators are a dense array (larger small classes are rare).
+const DENSE_SIZES: u64 = 4096;
+
+/// Aggregates of a set of equivalence classes (all of one size, or all surely released).
+#[derive(Debug, Clone, Copy)]
+struct ClassAcc {
+    classes: u64,
+    tuples: u64,
+    min_size: u64,
+    max_size: u64,
+    min_distinct: u64,
+    min_entropy: f64,
+    min_prob: f64,
+    sum_size_sq: u64,
+    sum_sq: u64,
+    sum_tot: u64,
+}
+
+impl ClassAcc {
+    const EMPTY: ClassAcc = ClassAcc {
+        classes: 0,
+        tuples: 0,
+        min_size: u64::MAX,
+        max_size: 0,
+        min_distinct: u64::MAX,
+        min_entropy: f64::INFINITY,
+        min_prob: f64::INFINITY,
+        sum_size_sq: 0,
+        sum_sq: 0,
+        sum_tot: 0,
+    };
+
+    #[inline]
+    fn add(&mut self, size: u64, distinct: u64, entropy: f64, most: u64, sum_sq: u64, sum_tot: u64) {
+        self.classes += 1;
+        self.tuples += size;
+        self.min_size = self.min_size.min(size);
+        self.max_size = self.max_size.max(size);
+        self.min_distinct = self.min_distinct.min(distinct);
+        self.min_entropy = self.min_entropy.min(entropy);
+        self.min_prob = self.min_prob.min(size as f64 / most as f64);
+        self.sum_size_sq += size * size;
+        self.sum_sq += sum_sq;
+        self.sum_tot += sum_tot;
+    }
+
+    fn merge(&mut self, o: &ClassAcc) {
+        self.classes += o.classes;
+        self.tuples += o.tuples;
+        self.min_size = self.min_size.min(o.min_size);
+        self.max_size = self.max_size.max(o.max_size);
+        self.min_distinct = self.min_distinct.min(o.min_distinct);
+        self.min_entropy = self.min_entropy.min(o.min_entropy);
+        self.min_prob = self.min_prob.min(o.min_prob);
+        self.sum_size_sq += o.sum_size_sq;
+        self.sum_sq += o.sum_sq;
+        self.sum_tot += o.sum_tot;
     }
 }

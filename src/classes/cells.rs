@@ -134,30 +134,33 @@ impl CellTable {
     pub fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
         let shift = layout.shift(d) + self.value_bits;
         let field = layout.mask(d) << shift;
-        let mut cells: Vec<Cell> = self
-            .cells
-            .iter()
-            .map(|c| {
-                let code = ((c.key & field) >> shift) as usize;
-                Cell {
-                    key: (c.key & !field) | ((up[code] as u64) << shift),
-                    count: c.count,
+        // Map every cell and note, in the same pass, the blocks (equal bits from the new field up)
+        // whose cells are out of order.
+        let mut cells: Vec<Cell> = Vec::with_capacity(self.cells.len());
+        let mut unsorted: Vec<(usize, usize)> = Vec::new();
+        let mut block_start = 0;
+        let mut block_sorted = true;
+        for (i, c) in self.cells.iter().enumerate() {
+            let code = ((c.key & field) >> shift) as usize;
+            let key = (c.key & !field) | ((up[code] as u64) << shift);
+            if let Some(prev) = cells.last() {
+                if prev.key >> shift != key >> shift {
+                    if !block_sorted {
+                        unsorted.push((block_start, i));
+                    }
+                    block_start = i;
+                    block_sorted = true;
+                } else if prev.key > key {
+                    block_sorted = false;
                 }
-            })
-            .collect();
-        let mut start = 0;
-        while start < cells.len() {
-            let block = cells[start].key >> shift;
-            let mut end = start + 1;
-            let mut sorted = true;
-            while end < cells.len() && cells[end].key >> shift == block {
-                sorted &= cells[end - 1].key <= cells[end].key;
-                end += 1;
             }
-            if !sorted {
-                cells[start..end].sort_by_key(|c| c.key);
-            }
-            start = end;
+            cells.push(Cell { key, count: c.count });
+        }
+        if !block_sorted {
+            unsorted.push((block_start, cells.len()));
+        }
+        for (a, b) in unsorted {
+            cells[a..b].sort_by_key(|c| c.key);
         }
         cells.dedup_by(|next, kept| {
             let same = next.key == kept.key;
