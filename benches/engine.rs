@@ -133,7 +133,8 @@ fn sql_3m(c: &mut Criterion) {
         })
         .collect();
     let dict_mem = MemTable::try_new(dict_schema, vec![dict_batches]).unwrap();
-    ctx.register_table("adult_dict", Arc::new(dict_mem)).unwrap();
+    ctx.register_table("adult_dict", Arc::new(dict_mem))
+        .unwrap();
 
     // generalize() on one core over a dictionary-encoded column (the age leaves as text).
     let age = ev.dataset().qis[0].hierarchy.clone();
@@ -176,7 +177,9 @@ fn sql_3m(c: &mut Criterion) {
     let dict_sql = sql.replace("FROM adult GROUP BY", "FROM adult_dict GROUP BY");
     g.bench_function("group_by_node_sql_dictionary", |b| {
         b.iter(|| {
-            rt.block_on(async { black_box(ctx.sql(&dict_sql).await.unwrap().collect().await.unwrap()) })
+            rt.block_on(async {
+                black_box(ctx.sql(&dict_sql).await.unwrap().collect().await.unwrap())
+            })
         })
     });
     g.bench_function("evaluate_node_engine", |b| {

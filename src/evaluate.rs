@@ -237,13 +237,21 @@ impl Evaluator {
                     penalties += size;
                 } else {
                     let most = class.iter().map(|c| c.count).max().unwrap_or(0);
-                    let majority: u64 = class.iter().filter(|c| c.count == most).map(|c| c.count).sum();
+                    let majority: u64 = class
+                        .iter()
+                        .filter(|c| c.count == most)
+                        .map(|c| c.count)
+                        .sum();
                     penalties += size - majority;
                 }
             }
             penalties as f64 / n as f64
         });
-        let base: f64 = node.iter().enumerate().map(|(d, &l)| self.glm_base[d][l as usize]).sum();
+        let base: f64 = node
+            .iter()
+            .enumerate()
+            .map(|(d, &l)| self.glm_base[d][l as usize])
+            .sum();
         NodeIndices {
             node: node.to_vec(),
             classes: released.classes,
@@ -359,7 +367,15 @@ impl ClassAcc {
     };
 
     #[inline]
-    fn add(&mut self, size: u64, distinct: u64, entropy: f64, most: u64, sum_sq: u64, sum_tot: u64) {
+    fn add(
+        &mut self,
+        size: u64,
+        distinct: u64,
+        entropy: f64,
+        most: u64,
+        sum_sq: u64,
+        sum_tot: u64,
+    ) {
         self.classes += 1;
         self.tuples += size;
         self.min_size = self.min_size.min(size);

@@ -7,7 +7,11 @@
 /// ascending order of size, each class size present with its tuple count |E_size| (sizes above η
 /// may be left out: they can never be suppressed). Classes of the largest size `max_size` are never
 /// suppressed, so a release is never empty even when η ≥ N.
-pub fn suppression_threshold(sizes: impl IntoIterator<Item = (u64, u64)>, eta: u64, max_size: u64) -> u64 {
+pub fn suppression_threshold(
+    sizes: impl IntoIterator<Item = (u64, u64)>,
+    eta: u64,
+    max_size: u64,
+) -> u64 {
     let mut suppressed = 0u64;
     let mut j = 0u64;
     for (size, tuples) in sizes {

@@ -154,7 +154,10 @@ impl CellTable {
                     block_sorted = false;
                 }
             }
-            cells.push(Cell { key, count: c.count });
+            cells.push(Cell {
+                key,
+                count: c.count,
+            });
         }
         if !block_sorted {
             unsorted.push((block_start, cells.len()));
