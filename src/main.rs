@@ -14,7 +14,16 @@ fn main() -> ExitCode {
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("pbg: error: {e:#}");
+            // The cause chain, minus causes whose text an outer message already includes.
+            let mut message = e.to_string();
+            for cause in e.chain().skip(1) {
+                let text = cause.to_string();
+                if !message.contains(&text) {
+                    message.push_str(": ");
+                    message.push_str(&text);
+                }
+            }
+            eprintln!("pbg: error: {message}");
             ExitCode::FAILURE
         }
     }

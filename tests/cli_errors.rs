@@ -281,3 +281,97 @@ fn overlapping_roles() {
     ]);
     assert!(err.contains("`age`") && err.contains("sensitive"), "{err}");
 }
+
+#[test]
+fn search_compare_experiment_and_sql_arguments() {
+    let t1 = "datasets/t1/t1.toml";
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["search", t1, "--objectives", "k"],
+            "at least two objectives",
+        ),
+        (
+            &[
+                "search",
+                t1,
+                "--objectives",
+                "k,glm",
+                "--algorithm",
+                "ea",
+                "--epsilon",
+                "1,x",
+            ],
+            "`x` is not a number",
+        ),
+        (
+            &[
+                "search",
+                t1,
+                "--objectives",
+                "k,glm",
+                "--algorithm",
+                "ea",
+                "--epsilon",
+                "1",
+            ],
+            "1 values for 2 objectives",
+        ),
+        (
+            &[
+                "search",
+                t1,
+                "--objectives",
+                "k,glm",
+                "--algorithm",
+                "ea",
+                "--p-cross",
+                "2",
+            ],
+            "not a probability",
+        ),
+        (
+            &["search", t1, "--objectives", "k,cm"],
+            "needs a class attribute",
+        ),
+        (
+            &["compare", t1, "--node", "1,1", "--property", "equiv"],
+            "exactly two nodes",
+        ),
+        (
+            &[
+                "compare",
+                t1,
+                "--node",
+                "1,1",
+                "--node",
+                "2,2",
+                "--property",
+                "nope",
+            ],
+            "unknown property `nope`",
+        ),
+        (
+            &[
+                "experiment",
+                "dbsec2010",
+                "--data",
+                "/nonexistent",
+                "--runs",
+                "1",
+            ],
+            "/nonexistent/adult.toml",
+        ),
+        (&["sql", t1, "-c", "SELEC"], "SELEC"),
+    ];
+    for (args, needle) in cases {
+        let err = fails(args);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        // No message repeats its cause.
+        let body = err.trim_start_matches("pbg: error: ").trim();
+        let half = body.len() / 2;
+        assert!(
+            half < 20 || !body[half..].contains(&body[..20.min(half)]),
+            "{err}"
+        );
+    }
+}
