@@ -288,6 +288,21 @@ impl Evaluator {
         let mut previous: Vec<Option<NodeTables>> = vec![None; size];
         previous[0] = Some(tables);
         for rank in by_rank.iter().skip(1) {
+            // Keep only the tables some node of this rank will roll up from: bounds memory to the
+            // used parents plus the rank being built.
+            let mut used = vec![false; size];
+            for &i in rank {
+                let node = self.lattice.node(i);
+                let (_, d) = self.smallest_parent(&node, &previous);
+                let mut parent = node;
+                parent[d] -= 1;
+                used[self.lattice.index(&parent)] = true;
+            }
+            for (slot, keep) in previous.iter_mut().zip(&used) {
+                if !keep {
+                    *slot = None;
+                }
+            }
             let done: Vec<(usize, NodeTables, NodeIndices)> = rank
                 .par_iter()
                 .map(|&i| {
