@@ -163,13 +163,28 @@ impl Evaluator {
     /// accumulator, smaller ones into one accumulator per size; the threshold j then comes from the
     /// per-size tuple counts, and only the (at most η) suppressed classes are revisited for GLM.
     pub fn indices(&self, node: &[u8], tables: &NodeTables) -> NodeIndices {
+        DENSE_BY_SIZE.with_borrow_mut(|dense| self.indices_with(node, tables, dense))
+    }
+
+    /// [`Self::indices`] with a per-thread buffer of per-size accumulators: only the sizes a node
+    /// touches are read and reset, so no per-node allocation or full scan.
+    fn indices_with(
+        &self,
+        node: &[u8],
+        tables: &NodeTables,
+        dense: &mut Vec<ClassAcc>,
+    ) -> NodeIndices {
         let eta = self.dataset.eta;
         let n = self.dataset.num_rows() as u64;
         let totals = &self.dataset.sensitive.counts;
         let sens = &tables.sens;
         let mut big = ClassAcc::EMPTY;
         let mut by_size: BTreeMap<u64, ClassAcc> = BTreeMap::new();
-        let mut dense = vec![ClassAcc::EMPTY; eta.min(DENSE_SIZES) as usize + 1];
+        let dense_len = eta.min(DENSE_SIZES) as usize + 1;
+        if dense.len() < dense_len {
+            dense.resize(dense_len, ClassAcc::EMPTY);
+        }
+        let mut touched: Vec<u64> = Vec::new();
         let mut small_keys: Vec<(u64, u64)> = Vec::new();
         let mut max_size = 0;
         for class in sens.classes() {
@@ -197,6 +212,9 @@ impl Evaluator {
             } else {
                 small_keys.push((sens.class_of(&class[0]), size));
                 if size <= DENSE_SIZES {
+                    if dense[size as usize].classes == 0 {
+                        touched.push(size);
+                    }
                     &mut dense[size as usize]
                 } else {
                     by_size.entry(size).or_insert(ClassAcc::EMPTY)
@@ -204,18 +222,23 @@ impl Evaluator {
             };
             acc.add(size, class.len() as u64, entropy, most, sum_sq, sum_tot);
         }
-        let sizes: Vec<(u64, &ClassAcc)> = dense
+        touched.sort_unstable();
+        let sizes: Vec<(u64, ClassAcc)> = touched
             .iter()
-            .enumerate()
-            .filter(|(_, a)| a.classes > 0)
-            .map(|(s, a)| (s as u64, a))
-            .chain(by_size.iter().map(|(s, a)| (*s, a)))
+            .map(|&s| {
+                (
+                    s,
+                    std::mem::replace(&mut dense[s as usize], ClassAcc::EMPTY),
+                )
+            })
+            .chain(by_size)
             .collect();
         let j = suppression_threshold(sizes.iter().map(|(s, a)| (*s, a.tuples)), eta, max_size);
         let mut suppressed = 0;
         let mut s_l_suppressed = 0;
         let mut released = big;
-        for (size, acc) in sizes {
+        for (size, acc) in &sizes {
+            let size = *size;
             if size <= j {
                 suppressed += acc.tuples;
                 s_l_suppressed += acc.sum_tot;
@@ -347,6 +370,11 @@ impl Evaluator {
         // Every node above the bottom has a predecessor in the previous rank.
         best.expect("a node of rank > 0 has a predecessor")
     }
+}
+
+thread_local! {
+    /// Per-size accumulators reused across the nodes a thread evaluates (all EMPTY between uses).
+    static DENSE_BY_SIZE: std::cell::RefCell<Vec<ClassAcc>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Sizes up to which per-size accumulators are a dense array (larger small classes are rare).

@@ -210,13 +210,4 @@ impl CellTable {
         let vb = self.value_bits;
         self.cells.chunk_by(move |a, b| a.key >> vb == b.key >> vb)
     }
-
-    /// Rows of `(class_key, value)`, zero if absent.
-    pub fn count(&self, class_key: u64, value: u32) -> u64 {
-        let key = (class_key << self.value_bits) | value as u64;
-        self.cells
-            .binary_search_by_key(&key, |c| c.key)
-            .map(|i| self.cells[i].count)
-            .unwrap_or(0)
-    }
 }

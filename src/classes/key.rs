@@ -8,7 +8,6 @@ use crate::error::{PbgError, Result};
 pub struct KeyLayout {
     shifts: Vec<u32>,
     masks: Vec<u64>,
-    class_bits: u32,
 }
 
 /// Bits needed to hold codes `0..n`.
@@ -51,16 +50,7 @@ impl KeyLayout {
                 detail,
             });
         }
-        Ok(KeyLayout {
-            shifts,
-            masks,
-            class_bits: shift,
-        })
-    }
-
-    /// Number of QIs.
-    pub fn width(&self) -> usize {
-        self.shifts.len()
+        Ok(KeyLayout { shifts, masks })
     }
 
     /// Bit offset of QI `d`.
@@ -79,10 +69,5 @@ impl KeyLayout {
     #[inline]
     pub fn mask(&self, d: usize) -> u64 {
         self.masks[d]
-    }
-
-    /// Bits used by class keys.
-    pub fn class_bits(&self) -> u32 {
-        self.class_bits
     }
 }

@@ -59,11 +59,6 @@ impl AtomicFile {
         &self.temp
     }
 
-    /// The final path.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
     /// Renames the temporary file into place.
     pub fn commit(mut self) -> Result<()> {
         std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
