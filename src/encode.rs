@@ -60,6 +60,11 @@ pub struct Dataset {
     pub identifiers: Vec<usize>,
     /// The suppression limit η in rows.
     pub eta: u64,
+    /// Tuples each encoded row stands for, when the rows are class statistics (distinct
+    /// combinations with their counts) rather than the input's rows; `None`: one tuple per row.
+    pub weights: Option<Vec<u64>>,
+    /// Number of tuples N (Σ weights, or the row count).
+    pub tuples: u64,
 }
 
 /// A column's distinct text forms (dictionary) with the 0-based row of each value's first occurrence.
@@ -197,6 +202,7 @@ impl Dataset {
             .map(|i| table.column_index(i))
             .collect::<Result<Vec<_>>>()?;
         let eta = profile.suppression.rows(table.num_rows());
+        let tuples = table.num_rows() as u64;
         Ok(Dataset {
             profile: profile.clone(),
             table,
@@ -205,12 +211,30 @@ impl Dataset {
             class,
             identifiers,
             eta,
+            weights: None,
+            tuples,
         })
     }
 
-    /// Number of rows N.
+    /// Number of encoded rows (the input's rows, or the distinct combinations of statistics).
     pub fn num_rows(&self) -> usize {
         self.sensitive.codes.len()
+    }
+
+    /// Number of tuples N that the indices are over.
+    pub fn num_tuples(&self) -> u64 {
+        self.tuples
+    }
+
+    /// Fails when the dataset holds class statistics instead of rows: `what` needs the rows.
+    pub fn require_rows(&self, what: &str) -> Result<()> {
+        match self.weights {
+            None => Ok(()),
+            Some(_) => Err(PbgError::argument(
+                what,
+                "needs the input's rows, but this dataset holds class statistics only".to_string(),
+            )),
+        }
     }
 
     /// Hierarchy heights N_i in node order.

@@ -14,6 +14,9 @@ use crate::indices::NodeIndices;
 use crate::lattice::{Lattice, Node};
 use crate::suppression::suppression_threshold;
 
+/// Counts whose logarithm is cached.
+const LN_CACHE: usize = 1 << 20;
+
 /// A node's cell tables: sensitive values and (with a class attribute) class labels per class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeTables {
@@ -66,7 +69,8 @@ impl Evaluator {
                     .collect()
             })
             .collect();
-        let n = dataset.num_rows();
+        // Cached up to a bound so that memory does not grow with N (larger counts compute ln).
+        let n = (dataset.num_tuples() as usize).min(LN_CACHE);
         let ln = (0..=n)
             .map(|c| if c == 0 { 0.0 } else { (c as f64).ln() })
             .collect();
@@ -79,6 +83,15 @@ impl Evaluator {
             ln,
             dataset,
         })
+    }
+
+    /// ln c, from the cache when c is small.
+    #[inline]
+    fn ln_count(&self, c: u64) -> f64 {
+        match self.ln.get(c as usize) {
+            Some(&v) => v,
+            None => (c as f64).ln(),
+        }
     }
 
     /// The dataset.
@@ -116,6 +129,7 @@ impl Evaluator {
             &self.layout,
             &ds.sensitive.codes,
             self.sens_bits,
+            ds.weights.as_deref(),
         )?;
         let labels = match &ds.class {
             Some(c) => Some(CellTable::from_rows(
@@ -124,6 +138,7 @@ impl Evaluator {
                 &self.layout,
                 &c.codes,
                 self.label_bits,
+                ds.weights.as_deref(),
             )?),
             None => None,
         };
@@ -175,7 +190,7 @@ impl Evaluator {
         dense: &mut Vec<ClassAcc>,
     ) -> NodeIndices {
         let eta = self.dataset.eta;
-        let n = self.dataset.num_rows() as u64;
+        let n = self.dataset.num_tuples();
         let totals = &self.dataset.sensitive.counts;
         let sens = &tables.sens;
         let mut big = ClassAcc::EMPTY;
@@ -195,7 +210,7 @@ impl Evaluator {
             let mut sum_tot = 0;
             for c in class {
                 size += c.count;
-                sum_clnc += c.count as f64 * self.ln[c.count as usize];
+                sum_clnc += c.count as f64 * self.ln_count(c.count);
                 most = most.max(c.count);
                 sum_sq += c.count * c.count;
                 sum_tot += c.count * totals[sens.value_of(c) as usize];
@@ -205,7 +220,7 @@ impl Evaluator {
             let entropy = if class.len() == 1 {
                 0.0
             } else {
-                (self.ln[size as usize] - sum_clnc / size as f64).max(0.0)
+                (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
             };
             let acc = if size > eta {
                 &mut big

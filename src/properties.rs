@@ -35,6 +35,7 @@ pub struct RowEvaluation {
 impl Evaluator {
     /// Evaluates `node` with class membership: which rows are suppressed.
     pub fn evaluate_rows(&self, node: &[u8]) -> Result<RowEvaluation> {
+        self.dataset().require_rows("row membership")?;
         let tables = self.tables(node)?;
         let indices = self.indices(node, &tables);
         let ds = self.dataset();
@@ -54,6 +55,7 @@ impl Evaluator {
 
     /// The property vectors of `node`.
     pub fn property_vectors(&self, node: &[u8]) -> Result<(NodeIndices, PropertyVectors)> {
+        self.dataset().require_rows("property vectors")?;
         let tables = self.tables(node)?;
         let indices = self.indices(node, &tables);
         let ds = self.dataset();

@@ -10,3 +10,4 @@ mod rollup;
 mod search;
 mod slicing;
 mod sql;
+mod streaming;

@@ -92,6 +92,7 @@ impl CellTable {
         layout: &KeyLayout,
         values: &UInt32Array,
         value_bits: u32,
+        weights: Option<&[u64]>,
     ) -> Result<Self> {
         let gather = NodeGather::new(qis, node);
         let n = values.len();
@@ -104,8 +105,18 @@ impl CellTable {
                     let len = CHUNK_ROWS.min(n - start);
                     let mut keys = vec![0u64; len];
                     gather.fill(qis, layout, start, &mut keys)?;
-                    for (k, &v) in keys.iter().zip(&values.values()[start..start + len]) {
-                        counter.add((k << value_bits) | v as u64, 1);
+                    let vals = &values.values()[start..start + len];
+                    match weights {
+                        None => {
+                            for (k, &v) in keys.iter().zip(vals) {
+                                counter.add((k << value_bits) | v as u64, 1);
+                            }
+                        }
+                        Some(w) => {
+                            for ((k, &v), &w) in keys.iter().zip(vals).zip(&w[start..start + len]) {
+                                counter.add((k << value_bits) | v as u64, w);
+                            }
+                        }
                     }
                     Ok(counter)
                 },

@@ -6,7 +6,7 @@
 //! form a class) is a roaring bitmap per class, built only when rows are needed.
 
 mod cells;
-mod counter;
+pub(crate) mod counter;
 pub(crate) mod key;
 mod membership;
 

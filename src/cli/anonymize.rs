@@ -1,11 +1,23 @@
-//! `pbg anonymize <profile> --node L1,.. --output FILE.csv|FILE.parquet`
+//! `pbg anonymize <profile> (--node L1,.. | --pick [lex|goal|wtd] ...) --output FILE.csv|FILE.parquet`
+//!
+//! Two streaming passes over the input (class statistics, then the release), so the input may be
+//! larger than memory; the release is checked from the written file before it is renamed.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use pbg::release::anonymize;
+use pbg::policy::{Policy, PolicyText, pick};
+use pbg::release::anonymize_stream;
 
 use super::profile_args::ProfileArgs;
+
+/// How a node is chosen (shared by `anonymize` and `verify`).
+#[derive(Args, Debug, Default)]
+pub struct PolicyArgs {
+    /// Requirements on the node's indices, e.g. `k>=5,l>=3,suppressed<=300`.
+    #[arg(long, value_name = "INDEX>=V,..")]
+    pub require: Option<String>,
+}
 
 /// Arguments of `pbg anonymize`.
 #[derive(Args, Debug)]
@@ -13,18 +25,104 @@ pub struct AnonymizeArgs {
     #[command(flatten)]
     profile: ProfileArgs,
     /// The node to apply: one level per QI, in profile order.
-    #[arg(long, value_name = "L1,L2,...")]
-    node: String,
+    #[arg(long, value_name = "L1,L2,...", conflicts_with = "pick")]
+    node: Option<String>,
+    /// Choose the node automatically among those meeting --require: by --minimize/--maximize
+    /// (default: minimize glm), or with a comparator over the front: lex, goal or wtd.
+    #[arg(long, value_name = "RULE", num_args = 0..=1, default_missing_value = "measure")]
+    pick: Option<String>,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// With --pick: the index to minimize (k, l, l_entropy, suppressed, glm, cm, ...).
+    #[arg(long, value_name = "INDEX", requires = "pick")]
+    minimize: Option<String>,
+    /// With --pick: the index to maximize.
+    #[arg(long, value_name = "INDEX", requires = "pick")]
+    maximize: Option<String>,
+    /// With --pick lex|goal|wtd: the objectives, e.g. k,l,glm (LEX: most important first).
+    #[arg(long, value_name = "O1,O2,..", requires = "pick")]
+    objectives: Option<String>,
+    /// With --pick lex: significance per objective (differences up to it do not count).
+    #[arg(long, value_name = "E1,E2,..", requires = "pick")]
+    significance: Option<String>,
+    /// With --pick goal: the goal vector, in the objectives' units.
+    #[arg(long, value_name = "G1,G2,..", requires = "pick")]
+    goal: Option<String>,
+    /// With --pick wtd: weights per objective (default all 1).
+    #[arg(long, value_name = "W1,W2,..", requires = "pick")]
+    weights: Option<String>,
     /// The release file (.csv or .parquet); written to a temporary file, verified, then renamed.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
 }
 
-/// Runs `pbg anonymize` and prints its JSON summary.
+/// Runs `pbg anonymize` and prints its JSON report.
 pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
-    let ev = a.profile.evaluator()?;
-    let node = ev.parse_node(&a.node)?;
-    let summary = anonymize(&ev, &node, &a.output)?;
-    println!("{}", serde_json::to_string(&summary)?);
+    let profile = a.profile.profile()?;
+    if a.node.is_none() && a.pick.is_none() {
+        anyhow::bail!("give --node L1,L2,... or --pick (with --require ... and a rule)");
+    }
+    let policy = match &a.pick {
+        Some(rule) => Some(Policy::parse(
+            &PolicyText {
+                comparator: Some(rule.clone()),
+                require: a.policy.require.clone(),
+                minimize: a.minimize.clone(),
+                maximize: a.maximize.clone(),
+                objectives: a.objectives.clone(),
+                significance: a.significance.clone(),
+                goal: a.goal.clone(),
+                weights: a.weights.clone(),
+            },
+            profile.class.is_some(),
+        )?),
+        None => None,
+    };
+    let picked = std::sync::Mutex::new(None);
+    let node_text = a.node.clone();
+    let require = match (&policy, &a.policy.require) {
+        (None, Some(r)) => pbg::policy::Requirement::parse_list(r)?,
+        _ => Vec::new(),
+    };
+    let summary = anonymize_stream(
+        &profile,
+        &|ev| match (&policy, &node_text) {
+            (Some(p), _) => {
+                let chosen = pick(ev, p)?;
+                let node = chosen.node.clone();
+                *picked.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
+                Ok(node)
+            }
+            (None, Some(text)) => {
+                let node = ev.parse_node(text)?;
+                // With an explicit node, --require is checked before anything is written.
+                let ix = ev.evaluate(&node)?;
+                for r in &require {
+                    if !r.holds(r.measure.of(&ix)) {
+                        return Err(pbg::PbgError::argument(
+                            "--require",
+                            format!(
+                                "node {text} does not meet {} ({} = {})",
+                                r.text(),
+                                r.measure.name(),
+                                r.measure.of(&ix)
+                            ),
+                        ));
+                    }
+                }
+                Ok(node)
+            }
+            (None, None) => Err(pbg::PbgError::argument(
+                "--node",
+                "give --node L1,L2,... or --pick".to_string(),
+            )),
+        },
+        &a.output,
+    )?;
+    let mut report = serde_json::to_value(&summary)?;
+    if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        report["pick"] = serde_json::to_value(p)?;
+    }
+    println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

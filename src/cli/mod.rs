@@ -5,12 +5,14 @@ mod compare;
 mod correlate;
 mod evaluate;
 mod experiment;
+mod generate;
 mod lattice;
 mod output;
 mod profile_args;
 mod progress;
 mod search;
 mod sql;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -28,8 +30,13 @@ enum Command {
     Evaluate(evaluate::EvaluateArgs),
     /// Evaluate every node of the lattice (parallel, by roll-ups).
     Lattice(lattice::LatticeArgs),
-    /// Write the release of one node, verified, atomically.
+    /// Write the release of a node (given or picked by a policy): streamed, verified, atomic.
     Anonymize(anonymize::AnonymizeArgs),
+    /// Check an existing release against its input and a policy (exit 1 when it fails).
+    Verify(verify::VerifyArgs),
+    /// Generate scale data for benchmarks.
+    #[command(subcommand)]
+    Generate(generate::Generate),
     /// Find the minimal PBGs (Pareto front) for a set of objectives.
     Search(search::SearchArgs),
     /// Compare two nodes by one property vector.
@@ -49,6 +56,8 @@ pub fn run() -> anyhow::Result<()> {
         Command::Evaluate(a) => evaluate::run(a),
         Command::Lattice(a) => lattice::run(a),
         Command::Anonymize(a) => anonymize::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Generate(g) => generate::run(g),
         Command::Search(a) => search::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Experiment(e) => experiment::run(e),

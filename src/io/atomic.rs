@@ -40,6 +40,7 @@ impl AtomicFile {
                 ),
             ));
         }
+        remove_stale(dir, &name);
         // Keep the extension last so format detection by extension still works on the temp file.
         let temp = dir.join(format!(
             ".{}.pbg-tmp-{}.{}",
@@ -64,6 +65,28 @@ impl AtomicFile {
         std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
         self.committed = true;
         Ok(())
+    }
+}
+
+/// Removes temporary files left beside `name` by runs that were killed (their process is gone),
+/// so that a killed job leaves no garbage once the next one starts. Linux only (`/proc`).
+fn remove_stale(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.pbg-tmp-");
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let pid = rest.split('.').next().unwrap_or("");
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -1,6 +1,12 @@
 //! The release of a node: QIs replaced by their generalized labels, identifiers dropped,
 //! suppressed rows removed, other columns kept; written atomically and verified from the file.
 
+mod check;
+mod stream;
+
+pub use check::{ReleaseCheck, check_release, confirm};
+pub use stream::{StreamSummary, StreamedRows, Timings, anonymize_stream, write_release_stream};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

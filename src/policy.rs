@@ -1,0 +1,528 @@
+//! Node choice without a human: requirements on a node's indices (`k>=5,l>=3`) and a rule that
+//! picks one node among those meeting them: minimize or maximize one index, or one of the EDBT
+//! comparators (LEX with significances, GOAL with a goal vector, WTD with weights) over the Pareto
+//! front of the feasible nodes.
+
+use std::cmp::Ordering;
+
+use serde::Serialize;
+
+use crate::comparators;
+use crate::error::{PbgError, Result};
+use crate::evaluate::Evaluator;
+use crate::indices::NodeIndices;
+use crate::lattice::Node;
+use crate::objective::Objective;
+use crate::release::ReleaseCheck;
+use crate::search::{Point, pareto_front};
+
+/// An index a requirement or a choice can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// k.
+    K,
+    /// Distinct l.
+    L,
+    /// Entropy l.
+    LEntropy,
+    /// Probabilistic l.
+    LProbabilistic,
+    /// Suppressed rows.
+    Suppressed,
+    /// Released classes.
+    Classes,
+    /// GLM.
+    Glm,
+    /// CM (needs a class attribute).
+    Cm,
+    /// S_k.
+    SK,
+    /// S_l.
+    SL,
+}
+
+impl Measure {
+    /// Parses `k`, `l`, `l_entropy`, `l_probabilistic`, `suppressed`, `classes`, `glm`, `cm`, `s_k`, `s_l`.
+    pub fn parse(name: &str, arg: &str) -> Result<Self> {
+        Ok(match name.trim().to_ascii_lowercase().as_str() {
+            "k" => Measure::K,
+            "l" | "l_distinct" => Measure::L,
+            "l_entropy" => Measure::LEntropy,
+            "l_probabilistic" => Measure::LProbabilistic,
+            "suppressed" => Measure::Suppressed,
+            "classes" => Measure::Classes,
+            "glm" => Measure::Glm,
+            "cm" => Measure::Cm,
+            "s_k" => Measure::SK,
+            "s_l" => Measure::SL,
+            other => {
+                return Err(PbgError::argument(
+                    arg,
+                    format!(
+                        "unknown index `{other}` (use k, l, l_entropy, l_probabilistic, suppressed, classes, glm, cm, s_k, s_l)"
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// The name used on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Measure::K => "k",
+            Measure::L => "l",
+            Measure::LEntropy => "l_entropy",
+            Measure::LProbabilistic => "l_probabilistic",
+            Measure::Suppressed => "suppressed",
+            Measure::Classes => "classes",
+            Measure::Glm => "glm",
+            Measure::Cm => "cm",
+            Measure::SK => "s_k",
+            Measure::SL => "s_l",
+        }
+    }
+
+    /// The value for a node.
+    pub fn of(&self, ix: &NodeIndices) -> f64 {
+        match self {
+            Measure::K => ix.k as f64,
+            Measure::L => ix.l_distinct as f64,
+            Measure::LEntropy => ix.l_entropy,
+            Measure::LProbabilistic => ix.l_probabilistic,
+            Measure::Suppressed => ix.suppressed as f64,
+            Measure::Classes => ix.classes as f64,
+            Measure::Glm => ix.glm,
+            Measure::Cm => ix.cm.unwrap_or(f64::NAN),
+            Measure::SK => ix.s_k as f64,
+            Measure::SL => ix.s_l as f64,
+        }
+    }
+
+    /// The value recomputed from a release file, when a release alone determines it.
+    pub fn of_check(&self, c: &ReleaseCheck) -> Option<f64> {
+        Some(match self {
+            Measure::K => c.k as f64,
+            Measure::L => c.l_distinct as f64,
+            Measure::LEntropy => c.l_entropy,
+            Measure::LProbabilistic => c.l_probabilistic,
+            Measure::Suppressed => c.suppressed as f64,
+            Measure::Classes => c.classes as f64,
+            Measure::Glm => c.glm,
+            Measure::Cm | Measure::SK | Measure::SL => return None,
+        })
+    }
+}
+
+/// A comparison operator of a requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>=`
+    Ge,
+    /// `>`
+    Gt,
+    /// `<=`
+    Le,
+    /// `<`
+    Lt,
+    /// `=`
+    Eq,
+}
+
+/// One requirement, such as `k>=5`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requirement {
+    /// The index.
+    pub measure: Measure,
+    /// The comparison.
+    pub op: Op,
+    /// The bound.
+    pub value: f64,
+}
+
+impl Requirement {
+    /// Parses a comma separated list such as `k>=5,l>=3,suppressed<=300`.
+    pub fn parse_list(text: &str) -> Result<Vec<Self>> {
+        let arg = "--require";
+        text.split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|item| {
+                let item = item.trim();
+                let (pos, op, len) = [
+                    (">=", Op::Ge),
+                    ("<=", Op::Le),
+                    (">", Op::Gt),
+                    ("<", Op::Lt),
+                    ("=", Op::Eq),
+                ]
+                .iter()
+                .find_map(|(s, op)| item.find(s).map(|p| (p, *op, s.len())))
+                .ok_or_else(|| {
+                    PbgError::argument(
+                        arg,
+                        format!("`{item}`: write INDEX>=VALUE (or <=, >, <, =), e.g. k>=5"),
+                    )
+                })?;
+                let measure = Measure::parse(&item[..pos], arg)?;
+                let value: f64 = item[pos + len..].trim().parse().map_err(|_| {
+                    PbgError::argument(
+                        arg,
+                        format!("`{item}`: `{}` is not a number", item[pos + len..].trim()),
+                    )
+                })?;
+                Ok(Requirement { measure, op, value })
+            })
+            .collect()
+    }
+
+    /// Whether a value meets the requirement.
+    pub fn holds(&self, v: f64) -> bool {
+        match self.op {
+            Op::Ge => v >= self.value,
+            Op::Gt => v > self.value,
+            Op::Le => v <= self.value,
+            Op::Lt => v < self.value,
+            Op::Eq => v == self.value,
+        }
+    }
+
+    /// The requirement as text.
+    pub fn text(&self) -> String {
+        let op = match self.op {
+            Op::Ge => ">=",
+            Op::Gt => ">",
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Eq => "=",
+        };
+        format!("{}{op}{}", self.measure.name(), self.value)
+    }
+}
+
+/// How one node is chosen among the feasible ones.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    /// The smallest value of an index.
+    Minimize(Measure),
+    /// The largest value of an index.
+    Maximize(Measure),
+    /// LEX over the front: objectives in order of importance, each with a significance.
+    Lex {
+        /// Objectives, most important first.
+        objectives: Vec<Objective>,
+        /// Differences up to this (raw units) do not count.
+        significance: Vec<f64>,
+    },
+    /// GOAL over the front: the node closest to a goal vector (objectives min-max normalized).
+    Goal {
+        /// The objectives.
+        objectives: Vec<Objective>,
+        /// The goal, in raw units.
+        goal: Vec<f64>,
+    },
+    /// WTD over the front: the largest weighted sum of normalized, oriented objectives.
+    Wtd {
+        /// The objectives.
+        objectives: Vec<Objective>,
+        /// One weight per objective.
+        weights: Vec<f64>,
+    },
+}
+
+/// Requirements plus a choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Every requirement must hold.
+    pub require: Vec<Requirement>,
+    /// How to pick among the nodes that meet them.
+    pub choice: Choice,
+}
+
+/// The outcome of a pick.
+#[derive(Debug, Clone, Serialize)]
+pub struct Picked {
+    /// The chosen node.
+    pub node: Node,
+    /// Nodes evaluated.
+    pub evaluated: usize,
+    /// Nodes meeting every requirement.
+    pub feasible: usize,
+    /// Size of the front the comparator chose from (comparator policies).
+    pub front: Option<usize>,
+}
+
+/// Fewer levels in total first, then lexicographically: the tie-break between equal nodes.
+fn finer(a: &Node, b: &Node) -> Ordering {
+    let sa: u32 = a.iter().map(|&x| x as u32).sum();
+    let sb: u32 = b.iter().map(|&x| x as u32).sum();
+    sa.cmp(&sb).then_with(|| a.cmp(b))
+}
+
+/// Min-max normalization of one objective over points, oriented so that 1 is best.
+fn normalized(points: &[Point], objectives: &[Objective]) -> Vec<Vec<f64>> {
+    let m = objectives.len();
+    let mut lo = vec![f64::INFINITY; m];
+    let mut hi = vec![f64::NEG_INFINITY; m];
+    let oriented: Vec<Vec<f64>> = points.iter().map(|p| p.oriented(objectives)).collect();
+    for o in &oriented {
+        for i in 0..m {
+            lo[i] = lo[i].min(o[i]);
+            hi[i] = hi[i].max(o[i]);
+        }
+    }
+    oriented
+        .into_iter()
+        .map(|o| {
+            (0..m)
+                .map(|i| {
+                    if hi[i] > lo[i] {
+                        (o[i] - lo[i]) / (hi[i] - lo[i])
+                    } else {
+                        1.0
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Evaluates the whole lattice (by roll-ups) and picks the node the policy prefers.
+pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
+    let has_class = ev.dataset().class.is_some();
+    let uses_cm = policy.require.iter().any(|r| r.measure == Measure::Cm)
+        || matches!(
+            policy.choice,
+            Choice::Minimize(Measure::Cm) | Choice::Maximize(Measure::Cm)
+        );
+    if uses_cm && !has_class {
+        return Err(PbgError::argument(
+            "--pick",
+            "`cm` needs a class attribute in the profile (class = ... or --class)".to_string(),
+        ));
+    }
+    let all = ev.evaluate_lattice(&|| {})?;
+    let feasible: Vec<&NodeIndices> = all
+        .iter()
+        .filter(|ix| policy.require.iter().all(|r| r.holds(r.measure.of(ix))))
+        .collect();
+    if feasible.is_empty() {
+        let required: Vec<String> = policy.require.iter().map(Requirement::text).collect();
+        return Err(PbgError::argument(
+            "--require",
+            format!(
+                "no node of the {}-node lattice meets {}",
+                all.len(),
+                required.join(",")
+            ),
+        ));
+    }
+    let by_measure = |m: Measure, max: bool| {
+        let best = feasible
+            .iter()
+            .min_by(|a, b| {
+                let (va, vb) = (m.of(a), m.of(b));
+                let o = if max {
+                    vb.total_cmp(&va)
+                } else {
+                    va.total_cmp(&vb)
+                };
+                o.then_with(|| finer(&a.node, &b.node))
+            })
+            .map(|ix| ix.node.clone());
+        best.unwrap_or_default()
+    };
+    let (node, front) = match &policy.choice {
+        Choice::Minimize(m) => (by_measure(*m, false), None),
+        Choice::Maximize(m) => (by_measure(*m, true), None),
+        Choice::Lex { objectives, .. }
+        | Choice::Goal { objectives, .. }
+        | Choice::Wtd { objectives, .. } => {
+            let points: Vec<Point> = feasible
+                .iter()
+                .map(|ix| Point {
+                    node: ix.node.clone(),
+                    values: crate::objective::values(objectives, ix),
+                })
+                .collect();
+            let mut front = pareto_front(points, objectives);
+            front.sort_by(|a, b| finer(&a.node, &b.node));
+            let best = match &policy.choice {
+                Choice::Lex { significance, .. } => {
+                    let order: Vec<usize> = (0..objectives.len()).collect();
+                    front
+                        .iter()
+                        .reduce(|best, p| {
+                            let o = comparators::lex(
+                                &order,
+                                significance,
+                                &p.oriented(objectives),
+                                &best.oriented(objectives),
+                            );
+                            if o == Ordering::Greater { p } else { best }
+                        })
+                        .map(|p| p.node.clone())
+                }
+                Choice::Wtd { weights, .. } => {
+                    let norm = normalized(&front, objectives);
+                    let mut best: Option<(f64, usize)> = None;
+                    for (i, v) in norm.iter().enumerate() {
+                        let s = comparators::wtd(weights, v);
+                        if best.is_none_or(|(b, _)| s > b) {
+                            best = Some((s, i));
+                        }
+                    }
+                    best.map(|(_, i)| front[i].node.clone())
+                }
+                Choice::Goal { goal, .. } => {
+                    // Normalize the goal with the same raw min-max as the front.
+                    let m = objectives.len();
+                    let mut lo = vec![f64::INFINITY; m];
+                    let mut hi = vec![f64::NEG_INFINITY; m];
+                    for p in &front {
+                        for i in 0..m {
+                            lo[i] = lo[i].min(p.values[i]);
+                            hi[i] = hi[i].max(p.values[i]);
+                        }
+                    }
+                    let scale = |i: usize, v: f64| {
+                        if hi[i] > lo[i] {
+                            (v - lo[i]) / (hi[i] - lo[i])
+                        } else {
+                            0.0
+                        }
+                    };
+                    let g: Vec<f64> = goal.iter().enumerate().map(|(i, &v)| scale(i, v)).collect();
+                    let mut best: Option<(f64, usize)> = None;
+                    for (j, p) in front.iter().enumerate() {
+                        let v: Vec<f64> = p
+                            .values
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &x)| scale(i, x))
+                            .collect();
+                        let e = comparators::goal(&g, &v);
+                        if best.is_none_or(|(b, _)| e < b) {
+                            best = Some((e, j));
+                        }
+                    }
+                    best.map(|(_, j)| front[j].node.clone())
+                }
+                _ => None,
+            };
+            (best.unwrap_or_default(), Some(front.len()))
+        }
+    };
+    Ok(Picked {
+        node,
+        evaluated: all.len(),
+        feasible: feasible.len(),
+        front,
+    })
+}
+
+/// Parses a comma separated vector of numbers for `arg`, of length `n`.
+fn numbers(text: &str, n: usize, arg: &str) -> Result<Vec<f64>> {
+    let v = text
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<f64>()
+                .map_err(|_| PbgError::argument(arg, format!("`{}` is not a number", s.trim())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if v.len() != n {
+        return Err(PbgError::argument(
+            arg,
+            format!("{} values for {n} objectives", v.len()),
+        ));
+    }
+    Ok(v)
+}
+
+/// The textual form of a policy, as the command line gives it.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyText {
+    /// `lex`, `goal`, `wtd`, or empty for minimize/maximize.
+    pub comparator: Option<String>,
+    /// `--require`.
+    pub require: Option<String>,
+    /// `--minimize`.
+    pub minimize: Option<String>,
+    /// `--maximize`.
+    pub maximize: Option<String>,
+    /// `--objectives` (comparators).
+    pub objectives: Option<String>,
+    /// `--significance` (LEX; default all zero).
+    pub significance: Option<String>,
+    /// `--goal` (GOAL).
+    pub goal: Option<String>,
+    /// `--weights` (WTD; default all one).
+    pub weights: Option<String>,
+}
+
+impl Policy {
+    /// Builds a policy from its textual form, checking that the parts fit together.
+    pub fn parse(t: &PolicyText, has_class: bool) -> Result<Self> {
+        let require = match &t.require {
+            Some(r) => Requirement::parse_list(r)?,
+            None => Vec::new(),
+        };
+        let need = |v: &Option<String>, arg: &str, what: &str| {
+            v.clone()
+                .ok_or_else(|| PbgError::argument(arg, format!("is required by {what}")))
+        };
+        let choice = match t
+            .comparator
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("") | Some("measure") => match (&t.minimize, &t.maximize) {
+                (Some(m), None) => Choice::Minimize(Measure::parse(m, "--minimize")?),
+                (None, Some(m)) => Choice::Maximize(Measure::parse(m, "--maximize")?),
+                (None, None) => Choice::Minimize(Measure::Glm),
+                (Some(_), Some(_)) => {
+                    return Err(PbgError::argument(
+                        "--minimize",
+                        "give --minimize or --maximize, not both".to_string(),
+                    ));
+                }
+            },
+            Some(c @ ("lex" | "goal" | "wtd")) => {
+                let objectives = Objective::parse_list(
+                    &need(&t.objectives, "--objectives", &format!("--pick {c}"))?,
+                    has_class,
+                )?;
+                let n = objectives.len();
+                match c {
+                    "lex" => Choice::Lex {
+                        significance: match &t.significance {
+                            Some(s) => numbers(s, n, "--significance")?,
+                            None => vec![0.0; n],
+                        },
+                        objectives,
+                    },
+                    "goal" => Choice::Goal {
+                        goal: numbers(&need(&t.goal, "--goal", "--pick goal")?, n, "--goal")?,
+                        objectives,
+                    },
+                    _ => Choice::Wtd {
+                        weights: match &t.weights {
+                            Some(w) => numbers(w, n, "--weights")?,
+                            None => vec![1.0; n],
+                        },
+                        objectives,
+                    },
+                }
+            }
+            Some(other) => {
+                return Err(PbgError::argument(
+                    "--pick",
+                    format!(
+                        "unknown rule `{other}` (use lex, goal or wtd, or none with --minimize/--maximize)"
+                    ),
+                ));
+            }
+        };
+        Ok(Policy { require, choice })
+    }
+}
