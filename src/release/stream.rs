@@ -15,6 +15,7 @@ use arrow::compute::{cast, filter};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::compute_leaves;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use rayon::prelude::*;
@@ -300,15 +301,63 @@ fn write_all(
         OutputFormat::Parquet => {
             let props = WriterProperties::builder()
                 .set_compression(Compression::ZSTD(ZstdLevel::default()))
-                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
                 .build();
-            let mut w =
-                ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| write_fail(path, e))?;
+            // The Arrow writer sets up the schema (with its Arrow form, so dictionaries read back
+            // as dictionaries); row groups are then encoded one column per task, because the
+            // dictionary interning of text columns is the most expensive step of the pipeline.
+            let w = ArrowWriter::try_new(file, schema.clone(), Some(props))
+                .map_err(|e| write_fail(path, e))?;
+            let (mut writer, factory) = w
+                .into_serialized_writer()
+                .map_err(|e| write_fail(path, e))?;
+            let mut pending: Vec<RecordBatch> = Vec::new();
+            let mut pending_rows = 0usize;
+            let mut groups = 0usize;
+            let mut flush = |pending: &mut Vec<RecordBatch>,
+                             writer: &mut parquet::file::writer::SerializedFileWriter<File>|
+             -> Result<()> {
+                if pending.is_empty() {
+                    return Ok(());
+                }
+                let columns = factory
+                    .create_column_writers(groups)
+                    .map_err(|e| write_fail(path, e))?;
+                let fields = schema.fields();
+                let chunks = columns
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(i, mut cw)| {
+                        for b in pending.iter() {
+                            for leaf in compute_leaves(&fields[i], b.column(i))
+                                .map_err(|e| write_fail(path, e))?
+                            {
+                                cw.write(&leaf).map_err(|e| write_fail(path, e))?;
+                            }
+                        }
+                        cw.close().map_err(|e| write_fail(path, e))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mut rg = writer.next_row_group().map_err(|e| write_fail(path, e))?;
+                for c in chunks {
+                    c.append_to_row_group(&mut rg)
+                        .map_err(|e| write_fail(path, e))?;
+                }
+                rg.close().map_err(|e| write_fail(path, e))?;
+                groups += 1;
+                pending.clear();
+                Ok(())
+            };
             for b in rx {
                 rows += b.num_rows() as u64;
-                w.write(&b).map_err(|e| write_fail(path, e))?;
+                pending_rows += b.num_rows();
+                pending.push(b);
+                if pending_rows >= ROW_GROUP_ROWS {
+                    flush(&mut pending, &mut writer)?;
+                    pending_rows = 0;
+                }
             }
-            let file = w.into_inner().map_err(|e| write_fail(path, e))?;
+            flush(&mut pending, &mut writer)?;
+            let file = writer.into_inner().map_err(|e| write_fail(path, e))?;
             file.sync_all().map_err(|e| PbgError::io(path, e))?;
         }
     }
@@ -328,6 +377,8 @@ pub struct StreamSummary {
     pub rows_released: u64,
     /// Rows suppressed.
     pub suppressed: u64,
+    /// The suppression threshold j: rows of classes of size ≤ j were suppressed.
+    pub threshold: u64,
     /// The node's indices, from the statistics.
     pub indices: crate::indices::NodeIndices,
     /// The release passed the independent check.
@@ -394,6 +445,7 @@ pub fn anonymize_stream(
         rows_in: rows.rows_in,
         rows_released: rows.rows_out,
         suppressed: indices.suppressed,
+        threshold: indices.threshold,
         indices,
         verified: true,
         check,
