@@ -85,18 +85,22 @@ impl Lattice {
 
     /// Parses `L1,L2,...` and checks it against the lattice.
     pub fn parse(&self, text: &str, names: &[&str]) -> Result<Node> {
-        let node = text
-            .split(',')
-            .map(|p| {
-                p.trim().parse::<u8>().map_err(|_| PbgError::Node {
-                    node: text.to_string(),
-                    message: format!("`{}` is not a level (a small whole number)", p.trim()),
-                })
-            })
-            .collect::<Result<Node>>()?;
+        let node = parse_levels(text)?;
         self.check(&node, names)?;
         Ok(node)
     }
+}
+
+/// Parses `L1,L2,...` into levels (checked against a lattice later).
+pub fn parse_levels(text: &str) -> Result<Node> {
+    text.split(',')
+        .map(|p| {
+            p.trim().parse::<u8>().map_err(|_| PbgError::Node {
+                node: text.to_string(),
+                message: format!("`{}` is not a level (a small whole number)", p.trim()),
+            })
+        })
+        .collect()
 }
 
 /// `L1,L2,...` text of a node.

@@ -11,6 +11,7 @@ mod output;
 mod profile_args;
 mod progress;
 mod search;
+mod slice;
 mod sql;
 mod verify;
 
@@ -45,6 +46,8 @@ enum Command {
     Sql(sql::SqlArgs),
     /// Chi-square and φ² attribute correlation (for slicing).
     Correlate(correlate::CorrelateArgs),
+    /// Slicing, overlapping slicing or bucketization with l-diverse buckets, verified, atomic.
+    Slice(slice::SliceArgs),
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Experiment(experiment::Experiment),
@@ -63,5 +66,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Experiment(e) => experiment::run(e),
         Command::Sql(a) => sql::run(a),
         Command::Correlate(a) => correlate::run(a),
+        Command::Slice(a) => slice::run(a),
     }
 }

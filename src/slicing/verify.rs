@@ -1,0 +1,254 @@
+//! Independent check of a written sliced release: the file is read back and p(t,s) is recomputed
+//! for every input tuple from the file's text alone (its buckets and column entries) and the
+//! input's values, with no codes, signatures or sums of the partitioning. The release must also
+//! hold exactly the input's entries, column by column.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use arrow::array::{Array, AsArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, UInt64Type};
+use serde::Serialize;
+
+use crate::error::{PbgError, Result};
+use crate::io::read_table;
+
+use super::table::SliceLayout;
+
+/// What the check recomputed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceCheck {
+    /// Rows in the release.
+    pub rows: usize,
+    /// Buckets in the release.
+    pub buckets: usize,
+    /// The largest p(t,s) over input tuples, sensitive values and sensitive columns.
+    pub max_p: f64,
+}
+
+const SEP: char = '\u{1f}';
+
+/// Per bucket: size, per column the count of each known part, per sensitive column the
+/// sensitive values of each known part.
+#[derive(Default)]
+struct Bucket {
+    size: f64,
+    known: Vec<HashMap<u32, u32>>,
+    sens: Vec<HashMap<u32, HashMap<u32, u32>>>,
+}
+
+/// Reads the release at `path` and recomputes max p(t,s) for the tuples of `layout` (the input).
+pub fn check_slice_release(path: &Path, layout: &SliceLayout) -> Result<SliceCheck> {
+    let fail = |message: String| PbgError::Verification {
+        path: path.to_path_buf(),
+        message,
+    };
+    let table = read_table(path, b',')?;
+    let names: Vec<String> = table
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    if names.first().map(String::as_str) != Some("bucket") {
+        return Err(fail("the first column is not `bucket`".into()));
+    }
+    let s_name = &layout.attributes[layout.sensitive].name;
+    // Columns of the file: c{i}.{attribute}, in order.
+    let mut file_cols: Vec<Vec<(String, usize)>> = Vec::new();
+    for (i, name) in names.iter().enumerate().skip(1) {
+        let (prefix, attr) = name
+            .split_once('.')
+            .ok_or_else(|| fail(format!("column `{name}` is not named c{{i}}.{{attribute}}")))?;
+        let c: usize = prefix
+            .strip_prefix('c')
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(|| fail(format!("column `{name}` is not named c{{i}}.{{attribute}}")))?;
+        while file_cols.len() < c {
+            file_cols.push(Vec::new());
+        }
+        file_cols[c - 1].push((attr.to_string(), i));
+    }
+    let text_of = |i: usize| -> Result<Vec<String>> {
+        let a = cast(&table.column(i)?, &DataType::Utf8)?;
+        let a = a.as_string::<i32>();
+        Ok((0..a.len()).map(|r| a.value(r).to_string()).collect())
+    };
+    let bucket_col = cast(&table.column(0)?, &DataType::UInt64)?;
+    let bucket_of: Vec<u64> = bucket_col.as_primitive::<UInt64Type>().values().to_vec();
+    let rows = bucket_of.len();
+    if rows != layout.rows() {
+        return Err(fail(format!(
+            "{rows} rows in the release, {} in the input",
+            layout.rows()
+        )));
+    }
+    // Input text per attribute name.
+    let input_text = |name: &str| -> Option<Vec<&str>> {
+        let a = layout.attributes.iter().find(|a| a.name == name)?;
+        Some(
+            a.codes
+                .iter()
+                .map(|&c| a.labels[c as usize].as_str())
+                .collect(),
+        )
+    };
+    let mut bucket_index: HashMap<u64, usize> = HashMap::new();
+    for &b in &bucket_of {
+        let next = bucket_index.len();
+        bucket_index.entry(b).or_insert(next);
+    }
+    let nb = bucket_index.len();
+    let ncols = file_cols.len();
+    let mut buckets: Vec<Bucket> = (0..nb)
+        .map(|_| Bucket {
+            size: 0.0,
+            known: vec![HashMap::new(); ncols],
+            sens: vec![HashMap::new(); ncols],
+        })
+        .collect();
+    let mut known_ids: Vec<HashMap<String, u32>> = vec![HashMap::new(); ncols];
+    let mut sens_ids: HashMap<String, u32> = HashMap::new();
+    let mut input_known: Vec<Vec<Option<u32>>> = Vec::with_capacity(ncols);
+    let mut has_sensitive = vec![false; ncols];
+    for &b in &bucket_of {
+        buckets[bucket_index[&b]].size += 1.0;
+    }
+    for (c, attrs) in file_cols.iter().enumerate() {
+        let known_attrs: Vec<&(String, usize)> =
+            attrs.iter().filter(|(a, _)| a != s_name).collect();
+        let s_attr = attrs.iter().find(|(a, _)| a == s_name);
+        has_sensitive[c] = s_attr.is_some();
+        let file_text = known_attrs
+            .iter()
+            .map(|(_, i)| text_of(*i))
+            .collect::<Result<Vec<_>>>()?;
+        let s_text = match s_attr {
+            Some((_, i)) => Some(text_of(*i)?),
+            None => None,
+        };
+        let in_text = known_attrs
+            .iter()
+            .map(|(a, _)| {
+                input_text(a).ok_or_else(|| {
+                    fail(format!("`{a}` is not an attribute of the input's slicing"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let key = |parts: &mut dyn Iterator<Item = &str>| -> String {
+            let mut k = String::new();
+            for p in parts {
+                k.push_str(p);
+                k.push(SEP);
+            }
+            k
+        };
+        // Entries of the file, and the same column's entries of the input, as full keys:
+        // the release must hold exactly the input's entries.
+        let mut balance: HashMap<String, i64> = HashMap::new();
+        let s_input = input_text(s_name);
+        for r in 0..rows {
+            let k = key(&mut file_text.iter().map(|t| t[r].as_str()));
+            let next = known_ids[c].len() as u32;
+            let id = *known_ids[c].entry(k.clone()).or_insert(next);
+            let b = &mut buckets[bucket_index[&bucket_of[r]]];
+            *b.known[c].entry(id).or_default() += 1;
+            let mut full = k;
+            if let Some(st) = &s_text {
+                let next = sens_ids.len() as u32;
+                let s = *sens_ids.entry(st[r].clone()).or_insert(next);
+                *b.sens[c].entry(id).or_default().entry(s).or_default() += 1;
+                full.push_str(&st[r]);
+            }
+            *balance.entry(full).or_default() += 1;
+        }
+        let mut ids = Vec::with_capacity(rows);
+        for r in 0..rows {
+            let k = key(&mut in_text.iter().map(|t| t[r]));
+            ids.push(known_ids[c].get(&k).copied());
+            let mut full = k;
+            if s_text.is_some()
+                && let Some(si) = &s_input
+            {
+                full.push_str(si[r]);
+            }
+            *balance.entry(full).or_default() -= 1;
+        }
+        if let Some((entry, d)) = balance.iter().find(|(_, d)| **d != 0) {
+            return Err(fail(format!(
+                "column c{} holds the entry `{}` {} time(s) {} than the input",
+                c + 1,
+                entry.replace(SEP, ", ").trim_end_matches(", "),
+                d.abs(),
+                if *d > 0 { "more" } else { "fewer" }
+            )));
+        }
+        input_known.push(ids);
+    }
+    // Buckets holding each known part, per column.
+    let mut holders: Vec<HashMap<u32, Vec<usize>>> = vec![HashMap::new(); ncols];
+    for (bi, b) in buckets.iter().enumerate() {
+        for (c, m) in b.known.iter().enumerate() {
+            for &id in m.keys() {
+                holders[c].entry(id).or_default().push(bi);
+            }
+        }
+    }
+    // p(t,s) per distinct combination of known parts (identical tuples share it).
+    let mut seen: HashMap<Vec<u32>, ()> = HashMap::new();
+    let mut max_p: f64 = 0.0;
+    for r in 0..rows {
+        let sig: Vec<u32> = input_known
+            .iter()
+            .map(|k| k[r])
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| {
+                fail(format!(
+                    "input row {} matches no entry of the release",
+                    r + 1
+                ))
+            })?;
+        if seen.insert(sig.clone(), ()).is_some() {
+            continue;
+        }
+        let shortest = (0..ncols)
+            .min_by_key(|&c| holders[c].get(&sig[c]).map_or(0, Vec::len))
+            .unwrap_or(0);
+        let mut den = 0.0;
+        let mut num: HashMap<(usize, u32), f64> = HashMap::new();
+        for &bi in holders[shortest].get(&sig[shortest]).into_iter().flatten() {
+            let b = &buckets[bi];
+            let mut f = 1.0;
+            for (c, &id) in sig.iter().enumerate() {
+                match b.known[c].get(&id) {
+                    Some(&n) => f *= n as f64 / b.size,
+                    None => {
+                        f = 0.0;
+                        break;
+                    }
+                }
+            }
+            if f == 0.0 {
+                continue;
+            }
+            den += f;
+            for c in (0..ncols).filter(|&c| has_sensitive[c]) {
+                let n = b.known[c][&sig[c]] as f64;
+                if let Some(hist) = b.sens[c].get(&sig[c]) {
+                    for (&s, &count) in hist {
+                        *num.entry((c, s)).or_default() += f * count as f64 / n;
+                    }
+                }
+            }
+        }
+        for v in num.values() {
+            max_p = max_p.max(v / den);
+        }
+    }
+    Ok(SliceCheck {
+        rows,
+        buckets: nb,
+        max_p,
+    })
+}
