@@ -9,5 +9,6 @@ mod release;
 mod rollup;
 mod search;
 mod slicing;
+mod slicing_diversity;
 mod sql;
 mod streaming;
