@@ -375,3 +375,60 @@ fn infeasible_and_bad_slicing_inputs_fail_clearly() {
     ]);
     assert!(e.contains("both"), "{e}");
 }
+
+#[test]
+fn sql_correlation_and_slice_agree_with_the_cli() {
+    let cols = "age,sex,race,education,occupation";
+    let sql = pbg_json(&[
+        "sql",
+        "datasets/adult/adult.toml",
+        "--format",
+        "json",
+        "-c",
+        &format!("SELECT * FROM pbg_correlation('adult', '{cols}')"),
+    ]);
+    let cli = pbg_json(&[
+        "correlate",
+        "datasets/adult/adult.toml",
+        "--columns",
+        cols,
+        "--format",
+        "json",
+    ]);
+    let names: Vec<&str> = cols.split(',').collect();
+    let rows = sql.as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    for row in rows {
+        let i = names.iter().position(|n| *n == row["a"]).unwrap();
+        let j = names.iter().position(|n| *n == row["b"]).unwrap();
+        assert_eq!(row["chi_square"], cli["chi_square"][i][j]);
+        assert_eq!(row["phi_squared"], cli["phi_squared"][i][j]);
+    }
+    // pbg_slice = pbg slice with the same seed (same buckets and permutations).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.csv");
+    pbg_json(&[
+        "slice",
+        "datasets/adult/adult.toml",
+        "--l",
+        "5",
+        "--seed",
+        "4",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let copy = dir.path().join("q.csv");
+    pbg(&[
+        "sql",
+        "datasets/adult/adult.toml",
+        "-c",
+        &format!(
+            "COPY (SELECT * FROM pbg_slice('adult', 5, 'slicing', 4)) TO '{}' STORED AS CSV",
+            copy.display()
+        ),
+    ]);
+    let a = fs::read_to_string(&out).unwrap();
+    let b = fs::read_to_string(&copy).unwrap();
+    assert_eq!(a.lines().count(), b.lines().count());
+    assert_eq!(a, b);
+}

@@ -200,6 +200,31 @@ pub fn slice_layout(
     SliceLayout::new(attributes, &partition.columns, options.mode)
 }
 
+/// A sliced release in memory, checked independently like a written one (the SQL face).
+pub fn slice_table(
+    profile: &Profile,
+    table: &Table,
+    options: &SliceOptions,
+) -> Result<arrow::record_batch::RecordBatch> {
+    let attributes = slice_attributes(profile, table, options.generalize.as_deref())?;
+    let layout = slice_layout(attributes, options)?;
+    let tp = partition_tuples(&layout, options.l)?;
+    let batch = release::release_batch(&layout, &tp.buckets, options.seed)?;
+    let release = Table {
+        path: PathBuf::from(format!("{} (sliced)", table.path.display())),
+        schema: batch.schema(),
+        batches: vec![batch.clone()],
+    };
+    let check = verify::check_slice_table(&release, &layout)?;
+    if check.max_p > (1.0 + 1e-9) / options.l as f64 {
+        return Err(PbgError::Verification {
+            path: release.path,
+            message: format!("recomputed max p(t,s) = {} > 1/{}", check.max_p, options.l),
+        });
+    }
+    Ok(batch)
+}
+
 /// Slices the profile's input: attribute partition, l-diverse tuple partition, seeded
 /// permutations, written to a temporary file beside `output`, checked independently from the file
 /// (p(t,s) ≤ 1/l for every input tuple; the input's entries, column by column), then renamed.

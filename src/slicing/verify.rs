@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, UInt64Type};
 use serde::Serialize;
 
 use crate::error::{PbgError, Result};
-use crate::io::read_table;
+use crate::io::{Table, read_table};
 
 use super::table::SliceLayout;
 
@@ -40,11 +40,16 @@ struct Bucket {
 
 /// Reads the release at `path` and recomputes max p(t,s) for the tuples of `layout` (the input).
 pub fn check_slice_release(path: &Path, layout: &SliceLayout) -> Result<SliceCheck> {
+    check_slice_table(&read_table(path, b',')?, layout)
+}
+
+/// [`check_slice_release`] on a release already read (its `path` is named in errors).
+pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceCheck> {
+    let path = &table.path;
     let fail = |message: String| PbgError::Verification {
         path: path.to_path_buf(),
         message,
     };
-    let table = read_table(path, b',')?;
     let names: Vec<String> = table
         .schema
         .fields()

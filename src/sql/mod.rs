@@ -20,9 +20,11 @@ mod histogram;
 mod max_frequency;
 mod pbg_anonymize;
 mod pbg_compare;
+mod pbg_correlation;
 mod pbg_evaluate;
 mod pbg_lattice;
 mod pbg_search;
+mod pbg_slice;
 mod pbg_vectors;
 mod recursive_cl;
 mod registry;
@@ -73,6 +75,14 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     ctx.register_udtf(
         "pbg_compare",
         Arc::new(pbg_compare::PbgCompareFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_correlation",
+        Arc::new(pbg_correlation::PbgCorrelationFunc),
+    );
+    ctx.register_udtf(
+        "pbg_slice",
+        Arc::new(pbg_slice::PbgSliceFunc::new(registry.clone())),
     );
     registry
 }
