@@ -113,13 +113,9 @@ pub fn pam(m: &CorrelationMatrix, k: usize) -> Result<AttributePartition> {
     }
     medoids.sort_unstable();
     let mut columns: Vec<Vec<usize>> = vec![Vec::new(); medoids.len()];
-    for i in 0..n {
+    for (i, row) in d.iter().enumerate() {
         let nearest = (0..medoids.len())
-            .min_by(|&a, &b| {
-                d[i][medoids[a]]
-                    .total_cmp(&d[i][medoids[b]])
-                    .then(a.cmp(&b))
-            })
+            .min_by(|&a, &b| row[medoids[a]].total_cmp(&row[medoids[b]]).then(a.cmp(&b)))
             .unwrap_or(0);
         columns[nearest].push(i);
     }
