@@ -115,15 +115,17 @@ struct BucketStats {
 }
 
 impl BucketStats {
-    fn new(layout: &SliceLayout, sig: &Signatures, rows: &[u32]) -> Self {
+    /// Stats of a bucket given as (row, weight) items: a row stands for `weight` rows with the
+    /// same known parts and sensitive value.
+    fn new(layout: &SliceLayout, sig: &Signatures, items: &[(u32, u32)]) -> Self {
         let s_codes = &layout.attributes[layout.sensitive].codes;
         let counts = sig
             .known
             .iter()
             .map(|k| {
                 let mut m: HashMap<u32, u32> = HashMap::new();
-                for &r in rows {
-                    *m.entry(k[r as usize]).or_default() += 1;
+                for &(r, w) in items {
+                    *m.entry(k[r as usize]).or_default() += w;
                 }
                 m
             })
@@ -133,19 +135,19 @@ impl BucketStats {
             .iter()
             .map(|&c| {
                 let mut m: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
-                for &r in rows {
+                for &(r, w) in items {
                     let hist = m.entry(sig.known[c][r as usize]).or_default();
                     let s = s_codes[r as usize];
                     match hist.iter_mut().find(|(v, _)| *v == s) {
-                        Some((_, n)) => *n += 1,
-                        None => hist.push((s, 1)),
+                        Some((_, n)) => *n += w,
+                        None => hist.push((s, w)),
                     }
                 }
                 m
             })
             .collect();
         BucketStats {
-            size: rows.len() as f64,
+            size: items.iter().map(|&(_, w)| w as f64).sum(),
             counts,
             sens,
         }
@@ -301,7 +303,8 @@ pub fn disclosure(layout: &SliceLayout, buckets: &[Vec<u32>]) -> Disclosure {
     let mut sums = Sums::new(sig.sigs.len(), layout.sensitive_columns.len(), values);
     let w = sums.width();
     for rows in buckets {
-        let b = BucketStats::new(layout, &sig, rows);
+        let items: Vec<(u32, u32)> = rows.iter().map(|&r| (r, 1)).collect();
+        let b = BucketStats::new(layout, &sig, &items);
         for s in b.matching(&sig) {
             let s = s as usize;
             let (den, num) = (&mut sums.den[s], &mut sums.num[s * w..(s + 1) * w]);
@@ -313,14 +316,14 @@ pub fn disclosure(layout: &SliceLayout, buckets: &[Vec<u32>]) -> Disclosure {
 
 /// The QIs a bucket can be split on, Mondrian's order: most distinct values relative to the
 /// domain first (ties by position); QIs with one value in the bucket are left out.
-fn split_order(layout: &SliceLayout, rows: &[u32]) -> Vec<usize> {
+fn split_order(layout: &SliceLayout, items: &[(u32, u32)]) -> Vec<usize> {
     let mut spread: Vec<(f64, usize)> = (0..layout.attributes.len())
         .filter(|&a| a != layout.sensitive)
         .filter_map(|a| {
             let attr = &layout.attributes[a];
             let mut seen = vec![false; attr.domain()];
             let mut distinct = 0usize;
-            for &r in rows {
+            for &(r, _) in items {
                 let c = attr.codes[r as usize] as usize;
                 if !seen[c] {
                     seen[c] = true;
@@ -334,25 +337,36 @@ fn split_order(layout: &SliceLayout, rows: &[u32]) -> Vec<usize> {
     spread.into_iter().map(|(_, a)| a).collect()
 }
 
-/// Splits a bucket on QI `a` at the median of its value order, equal values staying together
-/// (rows below the median value go left; if there are none, rows up to it).
-fn median_split(layout: &SliceLayout, rows: &[u32], a: usize) -> Option<(Vec<u32>, Vec<u32>)> {
-    let codes = &layout.attributes[a].codes;
-    let mut sorted: Vec<u32> = rows.to_vec();
-    sorted.sort_by_key(|&r| (codes[r as usize], r));
-    let mid = codes[sorted[sorted.len() / 2] as usize];
-    let mut cut = sorted.partition_point(|&r| codes[r as usize] < mid);
-    if cut == 0 {
-        cut = sorted.partition_point(|&r| codes[r as usize] <= mid);
+type Items = Vec<(u32, u32)>;
+
+/// Splits a bucket on QI `a` at the median row's value (equal values stay together): rows below
+/// the median value go left; if there are none, rows up to it. Items keep their order.
+fn median_split(layout: &SliceLayout, items: &[(u32, u32)], a: usize) -> Option<(Items, Items)> {
+    let attr = &layout.attributes[a];
+    let code = |r: u32| attr.codes[r as usize] as usize;
+    let mut weight = vec![0u64; attr.domain()];
+    let mut total = 0u64;
+    for &(r, w) in items {
+        weight[code(r)] += w as u64;
+        total += w as u64;
     }
-    if cut == 0 || cut == sorted.len() {
-        return None;
+    // The value of the row at position total / 2 in value order.
+    let target = total / 2;
+    let mut below = 0u64;
+    let mut mid = 0usize;
+    for (v, &w) in weight.iter().enumerate() {
+        if below + w > target {
+            mid = v;
+            break;
+        }
+        below += w;
     }
-    let mut right = sorted.split_off(cut);
-    let mut left = sorted;
-    left.sort_unstable();
-    right.sort_unstable();
-    Some((left, right))
+    let mut cut = mid;
+    if below == 0 {
+        cut = mid + 1; // no row below the median value: split after it
+    }
+    let (left, right): (Items, Items) = items.iter().partition(|&&(r, _)| code(r) < cut);
+    (!left.is_empty() && !right.is_empty()).then_some((left, right))
 }
 
 /// What tuple partitioning produced.
@@ -395,7 +409,23 @@ pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> 
     let k = layout.sensitive_columns.len();
     let mut sums = Sums::new(sig.sigs.len(), k, values);
     let w = sums.width();
-    let root: Vec<u32> = (0..n as u32).collect();
+    // Rows with the same signature and sensitive value are interchangeable (every QI is a known
+    // part of some column, so Mondrian splits never separate them): the buckets are built from
+    // these cells, each a representative row with a count, so the work after this pass depends
+    // on the number of distinct cells, not of rows.
+    let s_codes = &layout.attributes[layout.sensitive].codes;
+    let mut cell_of: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut root: Items = Vec::new();
+    let mut cell_of_row: Vec<u32> = Vec::with_capacity(n);
+    for r in 0..n {
+        let key = (sig.of_row[r], s_codes[r]);
+        let cell = *cell_of.entry(key).or_insert_with(|| {
+            root.push((r as u32, 0));
+            root.len() as u32 - 1
+        });
+        root[cell as usize].1 += 1;
+        cell_of_row.push(cell);
+    }
     let root_stats = BucketStats::new(layout, &sig, &root);
     for s in root_stats.matching(&sig) {
         let s = s as usize;
@@ -433,9 +463,9 @@ pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> 
             ),
         ));
     }
-    let mut queue: VecDeque<(Vec<u32>, BucketStats)> = VecDeque::new();
+    let mut queue: VecDeque<(Items, BucketStats)> = VecDeque::new();
     queue.push_back((root, root_stats));
-    let mut done: Vec<Vec<u32>> = Vec::new();
+    let mut done: Vec<Items> = Vec::new();
     let (mut tried, mut kept) = (0usize, 0usize);
     let mut new_den: Vec<f64> = Vec::new();
     let mut new_num: Vec<f64> = Vec::new();
@@ -488,10 +518,31 @@ pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> 
             None => done.push(rows),
         }
     }
-    done.sort_by_key(|b| b.first().copied().unwrap_or(0));
-    let disclosure = disclosure(layout, &done);
+    // Rows of each bucket, ascending; buckets ordered by their first row.
+    let mut bucket_of_cell = vec![0u32; cell_of.len()];
+    for (b, items) in done.iter().enumerate() {
+        for &(r, _) in items {
+            bucket_of_cell[cell_of_row[r as usize] as usize] = b as u32;
+        }
+    }
+    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); done.len()];
+    for (r, &cell) in cell_of_row.iter().enumerate() {
+        buckets[bucket_of_cell[cell as usize] as usize].push(r as u32);
+    }
+    buckets.sort_by_key(|b| b.first().copied().unwrap_or(0));
+    // The worst disclosure of the result, from scratch over the cells.
+    let mut sums = Sums::new(sig.sigs.len(), k, values);
+    for items in &done {
+        let b = BucketStats::new(layout, &sig, items);
+        for s in b.matching(&sig) {
+            let s = s as usize;
+            let (den, num) = (&mut sums.den[s], &mut sums.num[s * w..(s + 1) * w]);
+            Sums::add_into(&b, layout, &sig.sigs[s], 1.0, den, num, values);
+        }
+    }
+    let disclosure = worst(layout, &sig, &sums, None);
     Ok(TuplePartition {
-        buckets: done,
+        buckets,
         disclosure,
         splits_tried: tried,
         splits_kept: kept,

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, StringArray, UInt32Array};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{ArrayRef, DictionaryArray, StringArray, UInt32Array};
+use arrow::datatypes::{DataType, Field, Schema, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
@@ -57,16 +57,17 @@ pub fn release_batch(layout: &SliceLayout, buckets: &[Vec<u32>], seed: u64) -> R
     for (c, attrs) in layout.columns.iter().enumerate() {
         for &a in attrs {
             let attr = &layout.attributes[a];
+            // Dictionary-encoded: the codes of the permuted rows into the attribute's labels.
             fields.push(Field::new(
                 format!("c{}.{}", c + 1, attr.name),
-                DataType::Utf8,
+                DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8)),
                 false,
             ));
-            let values: StringArray = perms[c]
-                .iter()
-                .map(|&r| Some(attr.labels[attr.codes[r as usize] as usize].as_str()))
-                .collect();
-            columns.push(Arc::new(values));
+            let keys: UInt32Array = perms[c].iter().map(|&r| attr.codes[r as usize]).collect();
+            let values = Arc::new(StringArray::from_iter_values(attr.labels.iter()));
+            columns.push(Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                keys, values,
+            )?));
         }
     }
     Ok(RecordBatch::try_new(

@@ -4,11 +4,10 @@
 
 use std::collections::HashMap;
 
-use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type};
+use arrow::array::{Array, ArrayRef};
 
 use crate::error::{PbgError, Result};
+use crate::io::text_column;
 
 /// The release modes of SPEC §6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,24 +56,35 @@ pub struct SliceAttribute {
 }
 
 impl SliceAttribute {
-    /// Codes a column by its text form; numeric columns are ordered by value.
+    /// Codes a column by its text form; numeric columns are ordered by value. Works on the
+    /// column's dictionary (distinct values), never formatting every row.
     pub fn from_column(name: &str, column: &ArrayRef) -> Result<Self> {
-        if let Some(row) = (0..column.len()).find(|&r| column.is_null(r)) {
+        if column.null_count() > 0 {
+            let row = (0..column.len()).find(|&r| column.is_null(r)).unwrap_or(0);
             return Err(PbgError::NullValue {
                 column: name.to_string(),
                 row: row + 1,
                 hint: "slicing needs every value: fill or drop those rows first".into(),
             });
         }
-        let text = cast(column, &DataType::Utf8)?;
-        let text = text.as_string::<i32>();
+        let text = text_column(column)?;
+        // Distinct texts (a dictionary may repeat a text or hold unused entries).
         let mut index: HashMap<&str, u32> = HashMap::new();
         let mut first: Vec<&str> = Vec::new();
-        let raw: Vec<u32> = (0..text.len())
-            .map(|r| {
-                let v = text.value(r);
+        let mut first_key: Vec<usize> = Vec::new();
+        let mut used = vec![false; text.values.len()];
+        for &k in text.keys.values() {
+            used[k as usize] = true;
+        }
+        let dict_to_distinct: Vec<u32> = (0..text.values.len())
+            .map(|i| {
+                let v = text.values.value(i);
+                if !used[i] {
+                    return u32::MAX;
+                }
                 *index.entry(v).or_insert_with(|| {
                     first.push(v);
+                    first_key.push(i);
                     first.len() as u32 - 1
                 })
             })
@@ -82,12 +92,10 @@ impl SliceAttribute {
         // Order the distinct values: numerically for numeric columns, else as text.
         let mut order: Vec<u32> = (0..first.len() as u32).collect();
         if column.data_type().is_numeric() {
-            let num = cast(column, &DataType::Float64)?;
-            let num = num.as_primitive::<Float64Type>();
-            let mut value = vec![0.0; first.len()];
-            for (r, &c) in raw.iter().enumerate() {
-                value[c as usize] = num.value(r);
-            }
+            let value: Vec<f64> = first
+                .iter()
+                .map(|t| t.parse::<f64>().unwrap_or(f64::NAN))
+                .collect();
             order.sort_by(|&a, &b| value[a as usize].total_cmp(&value[b as usize]));
         } else {
             order.sort_by(|&a, &b| first[a as usize].cmp(first[b as usize]));
@@ -96,9 +104,18 @@ impl SliceAttribute {
         for (r, &c) in order.iter().enumerate() {
             rank[c as usize] = r as u32;
         }
+        let code_of_key: Vec<u32> = dict_to_distinct
+            .iter()
+            .map(|&d| if d == u32::MAX { 0 } else { rank[d as usize] })
+            .collect();
         Ok(SliceAttribute {
             name: name.to_string(),
-            codes: raw.iter().map(|&c| rank[c as usize]).collect(),
+            codes: text
+                .keys
+                .values()
+                .iter()
+                .map(|&k| code_of_key[k as usize])
+                .collect(),
             labels: order
                 .iter()
                 .map(|&c| first[c as usize].to_string())

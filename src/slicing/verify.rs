@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, UInt64Type};
 use serde::Serialize;
 
 use crate::error::{PbgError, Result};
-use crate::io::{Table, read_table};
+use crate::io::{Table, read_table, text_column};
 
 use super::table::SliceLayout;
 
@@ -27,7 +27,15 @@ pub struct SliceCheck {
     pub max_p: f64,
 }
 
-const SEP: char = '\u{1f}';
+/// Text ids per attribute name.
+type Interned = HashMap<String, HashMap<String, u32>>;
+
+/// The id of `text` among the texts of `attr`.
+fn intern(interned: &mut Interned, attr: &str, text: &str) -> u32 {
+    let m = interned.entry(attr.to_string()).or_default();
+    let next = m.len() as u32;
+    *m.entry(text.to_string()).or_insert(next)
+}
 
 /// Per bucket: size, per column the count of each known part, per sensitive column the
 /// sensitive values of each known part.
@@ -75,10 +83,15 @@ pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceChe
         }
         file_cols[c - 1].push((attr.to_string(), i));
     }
-    let text_of = |i: usize| -> Result<Vec<String>> {
-        let a = cast(&table.column(i)?, &DataType::Utf8)?;
-        let a = a.as_string::<i32>();
-        Ok((0..a.len()).map(|r| a.value(r).to_string()).collect())
+    // Every text is interned per attribute name, from the file's dictionaries and the input's
+    // labels alike, so rows are compared by their text without formatting a string per row.
+    let mut interned: Interned = HashMap::new();
+    let file_ids = |interned: &mut Interned, attr: &str, i: usize| -> Result<Vec<u32>> {
+        let t = text_column(&table.column(i)?)?;
+        let map: Vec<u32> = (0..t.values.len())
+            .map(|k| intern(interned, attr, t.values.value(k)))
+            .collect();
+        Ok(t.keys.values().iter().map(|&k| map[k as usize]).collect())
     };
     let bucket_col = cast(&table.column(0)?, &DataType::UInt64)?;
     let bucket_of: Vec<u64> = bucket_col.as_primitive::<UInt64Type>().values().to_vec();
@@ -89,16 +102,6 @@ pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceChe
             layout.rows()
         )));
     }
-    // Input text per attribute name.
-    let input_text = |name: &str| -> Option<Vec<&str>> {
-        let a = layout.attributes.iter().find(|a| a.name == name)?;
-        Some(
-            a.codes
-                .iter()
-                .map(|&c| a.labels[c as usize].as_str())
-                .collect(),
-        )
-    };
     let mut bucket_index: HashMap<u64, usize> = HashMap::new();
     for &b in &bucket_of {
         let next = bucket_index.len();
@@ -113,83 +116,98 @@ pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceChe
             sens: vec![HashMap::new(); ncols],
         })
         .collect();
-    let mut known_ids: Vec<HashMap<String, u32>> = vec![HashMap::new(); ncols];
-    let mut sens_ids: HashMap<String, u32> = HashMap::new();
+    let row_bucket: Vec<usize> = bucket_of.iter().map(|b| bucket_index[b]).collect();
+    for &b in &row_bucket {
+        buckets[b].size += 1.0;
+    }
     let mut input_known: Vec<Vec<Option<u32>>> = Vec::with_capacity(ncols);
     let mut has_sensitive = vec![false; ncols];
-    for &b in &bucket_of {
-        buckets[bucket_index[&b]].size += 1.0;
-    }
+    let mut buf: Vec<u32> = Vec::new();
     for (c, attrs) in file_cols.iter().enumerate() {
         let known_attrs: Vec<&(String, usize)> =
             attrs.iter().filter(|(a, _)| a != s_name).collect();
         let s_attr = attrs.iter().find(|(a, _)| a == s_name);
         has_sensitive[c] = s_attr.is_some();
-        let file_text = known_attrs
+        let file_known = known_attrs
             .iter()
-            .map(|(_, i)| text_of(*i))
+            .map(|(a, i)| file_ids(&mut interned, a, *i))
             .collect::<Result<Vec<_>>>()?;
-        let s_text = match s_attr {
-            Some((_, i)) => Some(text_of(*i)?),
+        let file_s = match s_attr {
+            Some((a, i)) => Some(file_ids(&mut interned, a, *i)?),
             None => None,
         };
-        let in_text = known_attrs
-            .iter()
-            .map(|(a, _)| {
-                input_text(a).ok_or_else(|| {
-                    fail(format!("`{a}` is not an attribute of the input's slicing"))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let key = |parts: &mut dyn Iterator<Item = &str>| -> String {
-            let mut k = String::new();
-            for p in parts {
-                k.push_str(p);
-                k.push(SEP);
-            }
-            k
+        // The input's rows in the same terms: each attribute's labels interned by their text.
+        let input_of = |interned: &mut Interned, name: &str| -> Result<Vec<u32>> {
+            let a = layout
+                .attributes
+                .iter()
+                .find(|a| a.name == name)
+                .ok_or_else(|| {
+                    fail(format!(
+                        "`{name}` is not an attribute of the input's slicing"
+                    ))
+                })?;
+            let map: Vec<u32> = a.labels.iter().map(|t| intern(interned, name, t)).collect();
+            Ok(a.codes.iter().map(|&k| map[k as usize]).collect())
         };
-        // Entries of the file, and the same column's entries of the input, as full keys:
-        // the release must hold exactly the input's entries.
-        let mut balance: HashMap<String, i64> = HashMap::new();
-        let s_input = input_text(s_name);
+        let input_attrs = known_attrs
+            .iter()
+            .map(|(a, _)| input_of(&mut interned, a))
+            .collect::<Result<Vec<_>>>()?;
+        let input_s = match s_attr {
+            Some(_) => Some(input_of(&mut interned, s_name)?),
+            None => None,
+        };
+        let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+        // Entries of the file (+1) and of the input (−1) by (known part, sensitive value): the
+        // release must hold exactly the input's entries.
+        let mut balance: HashMap<(u32, u32), i64> = HashMap::new();
         for r in 0..rows {
-            let k = key(&mut file_text.iter().map(|t| t[r].as_str()));
-            let next = known_ids[c].len() as u32;
-            let id = *known_ids[c].entry(k.clone()).or_insert(next);
-            let b = &mut buckets[bucket_index[&bucket_of[r]]];
+            buf.clear();
+            buf.extend(file_known.iter().map(|k| k[r]));
+            let next = ids.len() as u32;
+            let id = match ids.get(buf.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    ids.insert(buf.clone(), next);
+                    next
+                }
+            };
+            let b = &mut buckets[row_bucket[r]];
             *b.known[c].entry(id).or_default() += 1;
-            let mut full = k;
-            if let Some(st) = &s_text {
-                let next = sens_ids.len() as u32;
-                let s = *sens_ids.entry(st[r].clone()).or_insert(next);
+            let s = file_s.as_ref().map_or(u32::MAX, |f| f[r]);
+            if s != u32::MAX {
                 *b.sens[c].entry(id).or_default().entry(s).or_default() += 1;
-                full.push_str(&st[r]);
             }
-            *balance.entry(full).or_default() += 1;
+            *balance.entry((id, s)).or_default() += 1;
         }
-        let mut ids = Vec::with_capacity(rows);
+        let mut known_of_input = Vec::with_capacity(rows);
         for r in 0..rows {
-            let k = key(&mut in_text.iter().map(|t| t[r]));
-            ids.push(known_ids[c].get(&k).copied());
-            let mut full = k;
-            if s_text.is_some()
-                && let Some(si) = &s_input
-            {
-                full.push_str(si[r]);
+            buf.clear();
+            buf.extend(input_attrs.iter().map(|k| k[r]));
+            let id = ids.get(buf.as_slice()).copied();
+            known_of_input.push(id);
+            let s = input_s.as_ref().map_or(u32::MAX, |f| f[r]);
+            match id {
+                Some(id) => *balance.entry((id, s)).or_default() -= 1,
+                None => {
+                    return Err(fail(format!(
+                        "column c{}: input row {} has values the release does not hold",
+                        c + 1,
+                        r + 1
+                    )));
+                }
             }
-            *balance.entry(full).or_default() -= 1;
         }
-        if let Some((entry, d)) = balance.iter().find(|(_, d)| **d != 0) {
+        if let Some((_, d)) = balance.iter().find(|(_, d)| **d != 0) {
             return Err(fail(format!(
-                "column c{} holds the entry `{}` {} time(s) {} than the input",
+                "column c{} holds some entry {} time(s) {} than the input",
                 c + 1,
-                entry.replace(SEP, ", ").trim_end_matches(", "),
                 d.abs(),
                 if *d > 0 { "more" } else { "fewer" }
             )));
         }
-        input_known.push(ids);
+        input_known.push(known_of_input);
     }
     // Buckets holding each known part, per column.
     let mut holders: Vec<HashMap<u32, Vec<usize>>> = vec![HashMap::new(); ncols];
