@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use pbg::slicing::diversity::{disclosure, partition_tuples};
+use pbg::slicing::diversity::{Diversity, disclosure, partition_tuples, partition_tuples_with};
 use pbg::slicing::table::{SliceAttribute, SliceLayout, SliceMode};
 use proptest::prelude::*;
 
@@ -124,7 +124,7 @@ proptest! {
     /// Tuple partitioning yields l-diverse buckets (brute force), or fails exactly when the
     /// whole table is not l-diverse as one bucket.
     #[test]
-    fn tuple_partitions_are_l_diverse(rows in 10usize..60, qis in 2usize..5, seed in 0u64..1000, l in 1u64..4) {
+    fn tuple_partitions_are_l_diverse(rows in 10usize..60, qis in 2usize..5, seed in 0u64..1000, l in 1u64..5) {
         let attrs = table(rows, qis, seed);
         for layout in layouts(&attrs) {
             let root = vec![(0..rows as u32).collect::<Vec<u32>>()];
@@ -140,6 +140,15 @@ proptest! {
                     prop_assert!(brute_force_max_p(&layout, &root) > 1.0 / l as f64);
                 }
             }
+            // Distinct diversity: every bucket holds at least l distinct sensitive values, and the
+            // reported disclosure is the brute-force one.
+            let s = &layout.attributes[layout.sensitive];
+            let tp = partition_tuples_with(&layout, l, Diversity::Distinct).unwrap();
+            for b in &tp.buckets {
+                let distinct: std::collections::HashSet<u32> = b.iter().map(|&r| s.codes[r as usize]).collect();
+                prop_assert!(distinct.len() as u64 >= l);
+            }
+            prop_assert!((brute_force_max_p(&layout, &tp.buckets) - tp.disclosure.max_p).abs() < 1e-9);
         }
     }
 }

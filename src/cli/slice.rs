@@ -28,6 +28,10 @@ pub struct SliceArgs {
     /// hierarchies first.
     #[arg(long, value_name = "L1,L2,...")]
     generalize: Option<String>,
+    /// tuple: p(t,s) ≤ 1/l for every tuple (SPEC §6, the guarantee); distinct: every bucket holds
+    /// at least l distinct sensitive values (weaker; the p(t,s) it leaves is reported).
+    #[arg(long, default_value = "tuple")]
+    diversity: String,
     /// Seed of the per-bucket permutations.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -49,6 +53,7 @@ pub fn run(a: SliceArgs) -> anyhow::Result<()> {
         partition: PartitionChoice::parse(&a.partition)?,
         seed: a.seed,
         generalize,
+        diversity: pbg::slicing::diversity::Diversity::parse(&a.diversity)?,
     };
     let summary = slice(&profile, &options, &a.output)?;
     println!("{}", serde_json::to_string(&summary)?);

@@ -369,6 +369,48 @@ fn median_split(layout: &SliceLayout, items: &[(u32, u32)], a: usize) -> Option<
     (!left.is_empty() && !right.is_empty()).then_some((left, right))
 }
 
+/// Which diversity a tuple partition must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Diversity {
+    /// SPEC §6: p(t,s) ≤ 1/l for every tuple, sensitive value and sensitive column.
+    Tuple,
+    /// Every bucket holds at least l distinct sensitive values (weaker: what Mondrian-based
+    /// bucketization usually means by l-diverse; reported with the p(t,s) it leaves).
+    Distinct,
+}
+
+impl Diversity {
+    /// Parses `tuple` or `distinct`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "tuple" | "p" => Ok(Diversity::Tuple),
+            "distinct" => Ok(Diversity::Distinct),
+            other => Err(PbgError::argument(
+                "--diversity",
+                format!("unknown diversity `{other}` (use tuple or distinct)"),
+            )),
+        }
+    }
+
+    /// The name used on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Diversity::Tuple => "tuple",
+            Diversity::Distinct => "distinct",
+        }
+    }
+}
+
+/// Distinct sensitive values among weighted items.
+fn distinct_sensitive(layout: &SliceLayout, items: &[(u32, u32)]) -> usize {
+    let s = &layout.attributes[layout.sensitive];
+    let mut seen = vec![false; s.domain()];
+    items
+        .iter()
+        .filter(|&&(r, _)| !std::mem::replace(&mut seen[s.codes[r as usize] as usize], true))
+        .count()
+}
+
 /// What tuple partitioning produced.
 #[derive(Debug, Clone)]
 pub struct TuplePartition {
@@ -387,6 +429,16 @@ pub struct TuplePartition {
 /// bucket is final. Fails, naming the tuple, column and value, when the table is not l-diverse even
 /// as a single bucket.
 pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> {
+    partition_tuples_with(layout, l, Diversity::Tuple)
+}
+
+/// [`partition_tuples`] for a chosen diversity: with `Distinct`, a split is kept when both halves
+/// hold at least l distinct sensitive values.
+pub fn partition_tuples_with(
+    layout: &SliceLayout,
+    l: u64,
+    diversity: Diversity,
+) -> Result<TuplePartition> {
     let n = layout.rows();
     let values = layout.attributes[layout.sensitive].domain();
     if l == 0 {
@@ -433,7 +485,7 @@ pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> 
         Sums::add_into(&root_stats, layout, &sig.sigs[s], 1.0, den, num, values);
     }
     let root_worst = worst(layout, &sig, &sums, None);
-    if root_worst.max_p > bound {
+    if diversity == Diversity::Tuple && root_worst.max_p > bound {
         let col = layout.column_names(root_worst.column).join(", ");
         let known: Vec<String> = layout.columns[root_worst.column]
             .iter()
@@ -472,12 +524,26 @@ pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> 
     while let Some((rows, stats)) = queue.pop_front() {
         // Mondrian: the first QI (by spread) whose median split keeps every tuple l-diverse.
         let mut split = None;
-        let affected = stats.matching(&sig);
+        let affected = match diversity {
+            Diversity::Tuple => stats.matching(&sig),
+            Diversity::Distinct => Vec::new(),
+        };
         for a in split_order(layout, &rows) {
             let Some((left, right)) = median_split(layout, &rows, a) else {
                 continue;
             };
             tried += 1;
+            if diversity == Diversity::Distinct {
+                if distinct_sensitive(layout, &left) >= l as usize
+                    && distinct_sensitive(layout, &right) >= l as usize
+                {
+                    let ls = BucketStats::new(layout, &sig, &left);
+                    let rs = BucketStats::new(layout, &sig, &right);
+                    split = Some((left, ls, right, rs));
+                    break;
+                }
+                continue;
+            }
             let ls = BucketStats::new(layout, &sig, &left);
             let rs = BucketStats::new(layout, &sig, &right);
             new_den.clear();
@@ -506,7 +572,12 @@ pub fn partition_tuples(layout: &SliceLayout, l: u64) -> Result<TuplePartition> 
         }
         match split {
             Some((left, ls, right, rs)) => {
-                for (i, &s) in affected.iter().enumerate() {
+                let updated = if diversity == Diversity::Tuple {
+                    affected.len()
+                } else {
+                    0
+                };
+                for (i, &s) in affected.iter().take(updated).enumerate() {
                     let s = s as usize;
                     sums.den[s] = new_den[i];
                     sums.num[s * w..(s + 1) * w].copy_from_slice(&new_num[i * w..(i + 1) * w]);

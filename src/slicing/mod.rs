@@ -21,7 +21,7 @@ use crate::lattice::Node;
 use crate::profile::Profile;
 
 use correlation::{Contingency, CorrelationMatrix};
-use diversity::partition_tuples;
+use diversity::{Diversity, partition_tuples_with};
 use partition::{AttributePartition, chi_matrix, pam, parse_partition};
 use table::{SliceAttribute, SliceLayout, SliceMode};
 
@@ -67,6 +67,8 @@ pub struct SliceOptions {
     /// Column generalization: QI values replaced by their labels at this node of the profile's
     /// hierarchies before slicing.
     pub generalize: Option<Node>,
+    /// The diversity the buckets must have (SPEC §6 by default).
+    pub diversity: Diversity,
 }
 
 /// What `slice` reports.
@@ -78,6 +80,8 @@ pub struct SliceSummary {
     pub mode: &'static str,
     /// The l required.
     pub l: u64,
+    /// `tuple` (p(t,s) ≤ 1/l) or `distinct` (≥ l sensitive values per bucket).
+    pub diversity: &'static str,
     /// Attribute names of every column, in release order.
     pub columns: Vec<Vec<String>>,
     /// Rows released (all of them: slicing suppresses nothing).
@@ -88,6 +92,8 @@ pub struct SliceSummary {
     pub max_p: f64,
     /// The largest l the release satisfies, ⌊1 / max p⌋.
     pub l_achieved: u64,
+    /// The fewest distinct sensitive values in a bucket, recomputed from the file.
+    pub min_distinct: usize,
     /// Mondrian splits tried and kept.
     pub splits_tried: usize,
     /// Splits kept.
@@ -200,6 +206,36 @@ pub fn slice_layout(
     SliceLayout::new(attributes, &partition.columns, options.mode)
 }
 
+/// Fails unless the recomputed release has the diversity asked for and the disclosure the
+/// partitioning computed.
+fn confirm(
+    check: &verify::SliceCheck,
+    disclosure: &diversity::Disclosure,
+    options: &SliceOptions,
+    path: &Path,
+) -> Result<()> {
+    let l = options.l;
+    let message = if (check.max_p - disclosure.max_p).abs() > 1e-9 {
+        format!(
+            "recomputed from the release, max p(t,s) = {}; the partitioning computed {}",
+            check.max_p, disclosure.max_p
+        )
+    } else if options.diversity == Diversity::Tuple && check.max_p > (1.0 + 1e-9) / l as f64 {
+        format!("recomputed max p(t,s) = {} > 1/{l}", check.max_p)
+    } else if options.diversity == Diversity::Distinct && (check.min_distinct as u64) < l {
+        format!(
+            "a bucket holds {} distinct sensitive values, fewer than {l}",
+            check.min_distinct
+        )
+    } else {
+        return Ok(());
+    };
+    Err(PbgError::Verification {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
 /// A sliced release in memory, checked independently like a written one (the SQL face).
 pub fn slice_table(
     profile: &Profile,
@@ -208,7 +244,7 @@ pub fn slice_table(
 ) -> Result<arrow::record_batch::RecordBatch> {
     let attributes = slice_attributes(profile, table, options.generalize.as_deref())?;
     let layout = slice_layout(attributes, options)?;
-    let tp = partition_tuples(&layout, options.l)?;
+    let tp = partition_tuples_with(&layout, options.l, options.diversity)?;
     let batch = release::release_batch(&layout, &tp.buckets, options.seed)?;
     let release = Table {
         path: PathBuf::from(format!("{} (sliced)", table.path.display())),
@@ -216,12 +252,7 @@ pub fn slice_table(
         batches: vec![batch.clone()],
     };
     let check = verify::check_slice_table(&release, &layout)?;
-    if check.max_p > (1.0 + 1e-9) / options.l as f64 {
-        return Err(PbgError::Verification {
-            path: release.path,
-            message: format!("recomputed max p(t,s) = {} > 1/{}", check.max_p, options.l),
-        });
-    }
+    confirm(&check, &tp.disclosure, options, &release.path)?;
     Ok(batch)
 }
 
@@ -234,7 +265,7 @@ pub fn slice(profile: &Profile, options: &SliceOptions, output: &Path) -> Result
     let table = read_table(&profile.input, profile.delimiter)?;
     let attributes = slice_attributes(profile, &table, options.generalize.as_deref())?;
     let layout = slice_layout(attributes, options)?;
-    let tp = partition_tuples(&layout, options.l)?;
+    let tp = partition_tuples_with(&layout, options.l, options.diversity)?;
     let batch = release::release_batch(&layout, &tp.buckets, options.seed)?;
     write_batches(
         file.temp_path(),
@@ -243,24 +274,13 @@ pub fn slice(profile: &Profile, options: &SliceOptions, output: &Path) -> Result
         &[batch],
     )?;
     let check = verify::check_slice_release(file.temp_path(), &layout)?;
-    let bound = (1.0 + 1e-9) / options.l as f64;
-    if check.max_p > bound || (check.max_p - tp.disclosure.max_p).abs() > 1e-9 {
-        return Err(PbgError::Verification {
-            path: file.temp_path().to_path_buf(),
-            message: format!(
-                "recomputed from the file, max p(t,s) = {} (the partitioning said {}; l = {} needs ≤ {})",
-                check.max_p,
-                tp.disclosure.max_p,
-                options.l,
-                1.0 / options.l as f64
-            ),
-        });
-    }
+    confirm(&check, &tp.disclosure, options, file.temp_path())?;
     file.commit()?;
     Ok(SliceSummary {
         output: output.to_path_buf(),
         mode: options.mode.name(),
         l: options.l,
+        diversity: options.diversity.name(),
         columns: (0..layout.columns.len())
             .map(|c| {
                 layout
@@ -274,6 +294,7 @@ pub fn slice(profile: &Profile, options: &SliceOptions, output: &Path) -> Result
         buckets: check.buckets,
         max_p: check.max_p,
         l_achieved: tp.disclosure.l(),
+        min_distinct: check.min_distinct,
         splits_tried: tp.splits_tried,
         splits_kept: tp.splits_kept,
         seed: options.seed,

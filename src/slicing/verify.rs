@@ -25,6 +25,8 @@ pub struct SliceCheck {
     pub buckets: usize,
     /// The largest p(t,s) over input tuples, sensitive values and sensitive columns.
     pub max_p: f64,
+    /// The fewest distinct sensitive values in a bucket.
+    pub min_distinct: usize,
 }
 
 /// Text ids per attribute name.
@@ -269,9 +271,27 @@ pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceChe
             max_p = max_p.max(v / den);
         }
     }
+    let min_distinct = buckets
+        .iter()
+        .map(|b| {
+            (0..ncols)
+                .filter(|&c| has_sensitive[c])
+                .map(|c| {
+                    b.sens[c]
+                        .values()
+                        .flat_map(|h| h.keys())
+                        .collect::<std::collections::HashSet<_>>()
+                        .len()
+                })
+                .min()
+                .unwrap_or(0)
+        })
+        .min()
+        .unwrap_or(0);
     Ok(SliceCheck {
         rows,
         buckets: nb,
         max_p,
+        min_distinct,
     })
 }

@@ -66,6 +66,7 @@ impl TableFunctionImpl for PbgSliceFunc {
             partition: PartitionChoice::Chi,
             seed,
             generalize: None,
+            diversity: crate::slicing::diversity::Diversity::Tuple,
         };
         let ds = ev.dataset().clone();
         // Slicing is planned here so that an infeasible l fails at planning with its reason.
