@@ -97,3 +97,77 @@ pub fn front_svg(
     }
     file.commit()
 }
+
+/// Grouped bars: one group per label, one bar per series (missing values leave a gap). y in
+/// [0, y_max]. Written atomically.
+pub fn bars_svg(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+    y_max: f64,
+) -> Result<()> {
+    let fail = |e: String| PbgError::Format {
+        path: path.to_path_buf(),
+        message: format!("while drawing: {e}"),
+    };
+    font().map_err(fail)?;
+    let file = AtomicFile::new(path)?;
+    {
+        let root = SVGBackend::new(file.temp_path(), (900, 550)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+        let n = groups.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..n, 0.0..y_max)
+            .map_err(|e| fail(e.to_string()))?;
+        let labels = groups.to_vec();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len().max(1) * 2 + 1)
+            .x_label_formatter(&move |x| {
+                let i = x.floor() as usize;
+                if (x - i as f64 - 0.5).abs() < 1e-6 {
+                    labels.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(y_desc)
+            .draw()
+            .map_err(|e| fail(e.to_string()))?;
+        let palette = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
+        let width = 0.8 / series.len().max(1) as f64;
+        for (s, (name, values)) in series.iter().enumerate() {
+            let color = palette[s % palette.len()];
+            let x0 = 0.1 + s as f64 * width;
+            chart
+                .draw_series(values.iter().enumerate().filter_map(|(g, v)| {
+                    v.map(|v| {
+                        Rectangle::new(
+                            [(g as f64 + x0, 0.0), (g as f64 + x0 + width * 0.9, v)],
+                            color.filled(),
+                        )
+                    })
+                }))
+                .map_err(|e| fail(e.to_string()))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| fail(e.to_string()))?;
+        root.present().map_err(|e| fail(e.to_string()))?;
+    }
+    file.commit()
+}

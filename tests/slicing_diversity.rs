@@ -441,3 +441,69 @@ fn sql_correlation_and_slice_agree_with_the_cli() {
     assert_eq!(a.lines().count(), b.lines().count());
     assert_eq!(a, b);
 }
+
+#[test]
+fn slicing_utility_experiment_runs_and_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |sub: &str| {
+        let out = dir.path().join(sub);
+        let r = pbg(&[
+            "experiment",
+            "slicing-utility",
+            "--folds",
+            "2",
+            "--repetitions",
+            "1",
+            "--l",
+            "5",
+            "--targets",
+            "occupation,education",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        (
+            String::from_utf8_lossy(&r.stdout).to_string(),
+            fs::read_to_string(out.join("slicing-utility.csv")).unwrap(),
+            out,
+        )
+    };
+    let (md, csv, out) = run("a");
+    assert!(out.join("slicing-utility.svg").exists());
+    assert!(
+        md.contains("## Target occupation, diversity `tuple`")
+            && md.contains("## Target education")
+    );
+    // 2 targets × (original + 4 methods × 2 diversities × 1 l) rows.
+    assert_eq!(csv.lines().count(), 1 + 2 * (1 + 4 * 2));
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        for acc in [f[4], f[5]] {
+            if !acc.is_empty() {
+                let a: f64 = acc.parse().unwrap();
+                assert!((0.0..=1.0).contains(&a), "{line}");
+            }
+        }
+    }
+    // Overlapping slicing of raw adult is not 5-diverse per tuple: reported, not faked.
+    let overlapping = csv
+        .lines()
+        .find(|l| l.starts_with("occupation,overlapping slicing,tuple,5"))
+        .unwrap();
+    assert!(
+        overlapping.contains("no 5-diverse overlapping"),
+        "{overlapping}"
+    );
+    // Distinct diversity: every sliced release exists and reports the p(t,s) it leaves.
+    let bucket = csv
+        .lines()
+        .find(|l| l.starts_with("occupation,bucketization,distinct,5"))
+        .unwrap();
+    let max_p: f64 = bucket.split(',').nth(6).unwrap().parse().unwrap();
+    assert!(
+        max_p > 0.2,
+        "distinct 5-diversity is weaker than p <= 1/5: {bucket}"
+    );
+    let (_, again, _) = run("b");
+    assert_eq!(csv, again);
+}

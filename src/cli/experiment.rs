@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use pbg::experiment::dbsec2010;
+use pbg::experiment::{dbsec2010, slicing_utility};
 use pbg::{Dataset, Evaluator, Profile};
 
 use super::progress::progress_bar;
@@ -14,6 +14,32 @@ use super::progress::progress_bar;
 pub enum Experiment {
     /// DBSEC 2010 Tables 1(b), 2(a), 2(b) and Figs. 1–3 on adult.
     Dbsec2010(Dbsec2010Args),
+    /// IJERT 2013 Chart 1: classification accuracy on anonymized adult (generalization,
+    /// bucketization, slicing, overlapping slicing), naive Bayes and a decision tree.
+    SlicingUtility(SlicingUtilityArgs),
+}
+
+/// Arguments of `pbg experiment slicing-utility`.
+#[derive(Args, Debug)]
+pub struct SlicingUtilityArgs {
+    /// Output directory for the Markdown, CSV and SVG files.
+    #[arg(long, value_name = "DIR", default_value = "out/slicing-utility")]
+    out: PathBuf,
+    /// The profile (QIs, sensitive attribute, hierarchies for generalization).
+    #[arg(long, value_name = "FILE", default_value = "datasets/adult/adult.toml")]
+    profile: PathBuf,
+    /// Cross-validation folds.
+    #[arg(long, default_value_t = 10)]
+    folds: usize,
+    /// Random linkings of the permuted columns per fold.
+    #[arg(long, default_value_t = 5)]
+    repetitions: u64,
+    /// The l values.
+    #[arg(long, value_delimiter = ',', default_value = "5,8,10")]
+    l: Vec<u64>,
+    /// Targets to predict.
+    #[arg(long, value_delimiter = ',', default_value = "occupation,education")]
+    targets: Vec<String>,
 }
 
 /// Arguments of `pbg experiment dbsec2010`.
@@ -49,6 +75,36 @@ pub fn run(e: Experiment) -> anyhow::Result<()> {
             bar.finish_and_clear();
             let files = dbsec2010::write_reports(&outcomes, a.runs, a.iterations, &a.out)?;
             print!("{}", dbsec2010::markdown(&outcomes, a.runs, a.iterations));
+            eprintln!(
+                "wrote {}",
+                files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(())
+        }
+        Experiment::SlicingUtility(a) => {
+            if a.folds < 2 {
+                anyhow::bail!("--folds: cross-validation needs at least 2 folds");
+            }
+            if a.repetitions == 0 || a.l.is_empty() || a.targets.is_empty() {
+                anyhow::bail!("--repetitions, --l and --targets need at least one value each");
+            }
+            let profile = Profile::from_toml_file(&a.profile)?;
+            let cfg = slicing_utility::UtilityConfig {
+                ls: a.l,
+                folds: a.folds,
+                repetitions: a.repetitions,
+                targets: a.targets,
+                ..Default::default()
+            };
+            let bar = progress_bar(cfg.folds as u64, "folds");
+            let cells = slicing_utility::run(&profile, &cfg, &|| bar.inc(1))?;
+            bar.finish_and_clear();
+            let files = slicing_utility::write_reports(&cells, &cfg, &a.out)?;
+            print!("{}", slicing_utility::markdown(&cells, &cfg));
             eprintln!(
                 "wrote {}",
                 files

@@ -1,3 +1,5 @@
 //! Reproductions of the papers' experiments.
 
+pub mod classifiers;
 pub mod dbsec2010;
+pub mod slicing_utility;

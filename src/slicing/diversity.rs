@@ -469,8 +469,8 @@ pub fn partition_tuples_with(
     let mut cell_of: HashMap<(u32, u32), u32> = HashMap::new();
     let mut root: Items = Vec::new();
     let mut cell_of_row: Vec<u32> = Vec::with_capacity(n);
-    for r in 0..n {
-        let key = (sig.of_row[r], s_codes[r]);
+    for (r, (&sg, &sv)) in sig.of_row.iter().zip(s_codes).enumerate() {
+        let key = (sg, sv);
         let cell = *cell_of.entry(key).or_insert_with(|| {
             root.push((r as u32, 0));
             root.len() as u32 - 1
