@@ -38,5 +38,7 @@ for input in "" "--input $DIR/adult-300000.parquet" "--input $DIR/adult-3000000.
   # shellcheck disable=SC2086
   run "overlapping l=3 generalize 4,3,2,2,1,1,4,1 [$name]" datasets/adult/adult.toml $input --l 3 --mode overlapping --generalize 4,3,2,2,1,1,4,1 --output "$DIR/o.parquet"
   # shellcheck disable=SC2086
+  run "overlapping l=5 distinct [$name]" datasets/adult/adult.toml $input --l 5 --mode overlapping --diversity distinct --output "$DIR/od.parquet"
+  # shellcheck disable=SC2086
   run "overlapping l=5 raw [$name]" datasets/adult/adult.toml $input --l 5 --mode overlapping --output "$DIR/o5.parquet"
 done
