@@ -43,6 +43,16 @@ pub struct Evaluator {
 impl Evaluator {
     /// Prepares the evaluation of `dataset`'s lattice.
     pub fn new(dataset: Arc<Dataset>) -> Result<Self> {
+        if dataset.num_tuples() > u32::MAX as u64 {
+            return Err(crate::error::PbgError::argument(
+                "--input",
+                format!(
+                    "{} tuples: the engine counts at most {} per dataset",
+                    dataset.num_tuples(),
+                    u32::MAX
+                ),
+            ));
+        }
         let names: Vec<&str> = dataset.qis.iter().map(|q| q.name.as_str()).collect();
         let leaves: Vec<usize> = dataset
             .qis
@@ -209,11 +219,12 @@ impl Evaluator {
             let mut sum_sq = 0;
             let mut sum_tot = 0;
             for c in class {
-                size += c.count;
-                sum_clnc += c.count as f64 * self.ln_count(c.count);
-                most = most.max(c.count);
-                sum_sq += c.count * c.count;
-                sum_tot += c.count * totals[sens.value_of(c) as usize];
+                let count = c.count as u64;
+                size += count;
+                sum_clnc += count as f64 * self.ln_count(count);
+                most = most.max(count);
+                sum_sq += count * count;
+                sum_tot += count * totals[sens.value_of(c) as usize];
             }
             max_size = max_size.max(size);
             // A class with one sensitive value has entropy exactly 0 (no rounding noise).
@@ -270,15 +281,15 @@ impl Evaluator {
         let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
             for class in labels.classes() {
-                let size: u64 = class.iter().map(|c| c.count).sum();
+                let size: u64 = class.iter().map(|c| c.count as u64).sum();
                 if size <= j {
                     penalties += size;
                 } else {
-                    let most = class.iter().map(|c| c.count).max().unwrap_or(0);
+                    let most = class.iter().map(|c| c.count as u64).max().unwrap_or(0);
                     let majority: u64 = class
                         .iter()
-                        .filter(|c| c.count == most)
-                        .map(|c| c.count)
+                        .filter(|c| c.count as u64 == most)
+                        .map(|c| c.count as u64)
                         .sum();
                     penalties += size - majority;
                 }

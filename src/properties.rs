@@ -65,7 +65,7 @@ impl Evaluator {
         let runs: Vec<&[Cell]> = tables.sens.classes().collect();
         let sizes: Vec<u64> = runs
             .iter()
-            .map(|r| r.iter().map(|c| c.count).sum())
+            .map(|r| r.iter().map(|c| c.count as u64).sum())
             .collect();
         let losses: Vec<f64> = classes
             .keys()
@@ -92,7 +92,7 @@ impl Evaluator {
                 let run = runs[c];
                 let count = run
                     .binary_search_by_key(&value, |cell| tables.sens.value_of(cell))
-                    .map(|i| run[i].count)
+                    .map(|i| run[i].count as u64)
                     .unwrap_or(0);
                 v.p_equiv.push(sizes[c]);
                 v.p_sens.push(count);
@@ -112,10 +112,10 @@ impl Evaluator {
                         return 1;
                     }
                     let run = label_runs[c];
-                    let most = run.iter().map(|x| x.count).max().unwrap_or(0);
+                    let most = run.iter().map(|x| x.count as u64).max().unwrap_or(0);
                     let mine = run
                         .binary_search_by_key(&codes[r], |cell| labels.value_of(cell))
-                        .map(|i| run[i].count)
+                        .map(|i| run[i].count as u64)
                         .unwrap_or(0);
                     u8::from(mine < most)
                 })

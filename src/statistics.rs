@@ -140,10 +140,9 @@ impl Accumulator {
             .zip(&self.bits)
             .map(|(&n, &b)| if n <= b { b } else { n + 1 })
             .collect();
-        let old =
-            std::mem::replace(&mut self.packed, Counter::with_capacity(8)).into_sorted_cells();
+        let old = std::mem::replace(&mut self.packed, Counter::with_capacity(8)).into_pairs();
         let old_combos: Vec<(Vec<u32>, u64)> =
-            old.iter().map(|c| (self.unpack(c.key), c.count)).collect();
+            old.iter().map(|&(k, c)| (self.unpack(k), c)).collect();
         if bits.iter().sum::<u32>() > 63 {
             self.wide = Some(old_combos.into_iter().collect());
             return;
@@ -293,7 +292,7 @@ impl Accumulator {
         match self.wide {
             Some(map) => map.into_iter().collect(),
             None => {
-                let cells = self.packed.into_sorted_cells();
+                let cells = self.packed.into_pairs();
                 let mut out = Vec::with_capacity(cells.len());
                 let unpack = |key: u64| -> Vec<u32> {
                     self.bits
@@ -302,8 +301,8 @@ impl Accumulator {
                         .map(|(&b, &s)| ((key >> s) & ((1u64 << b) - 1)) as u32)
                         .collect()
                 };
-                for c in cells {
-                    out.push((unpack(c.key), c.count));
+                for (k, c) in cells {
+                    out.push((unpack(k), c));
                 }
                 out
             }

@@ -13,13 +13,15 @@ use crate::error::Result;
 /// Rows per parallel chunk of a direct evaluation.
 pub(crate) const CHUNK_ROWS: usize = 1 << 16;
 
-/// One cell: a packed `(class key << value_bits) | value` and its number of rows.
+/// One cell: a packed `(class key << value_bits) | value` and its number of rows. Packed to 12
+/// bytes: the lattice sweep streams tens of millions of cells and is bound by memory traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct Cell {
     /// Packed class key and value code.
     pub key: u64,
-    /// Rows in the cell.
-    pub count: u64,
+    /// Rows in the cell (a dataset has fewer than 2^32 tuples; `Evaluator::new` checks).
+    pub count: u32,
 }
 
 /// The sorted cells of a node for one attribute (sensitive or class label). Cells of one
@@ -113,7 +115,9 @@ impl CellTable {
                             }
                         }
                         Some(w) => {
-                            for ((k, &v), &w) in keys.iter().zip(vals).zip(&w[start..start + len]) {
+                            for ((k, &v), &w) in
+                                keys.iter().zip(vals).zip(&w[start..start + len])
+                            {
                                 counter.add((k << value_bits) | v as u64, w);
                             }
                         }

@@ -100,6 +100,15 @@ impl Counter {
         }
     }
 
+    /// The (key, count) pairs, in no particular order (counts at full width).
+    pub(crate) fn into_pairs(self) -> Vec<(u64, u64)> {
+        self.keys
+            .into_iter()
+            .zip(self.counts)
+            .filter(|(k, _)| *k != EMPTY)
+            .collect()
+    }
+
     /// The cells, sorted by key.
     pub(crate) fn into_sorted_cells(self) -> Vec<Cell> {
         let mut cells: Vec<Cell> = self
@@ -107,7 +116,10 @@ impl Counter {
             .into_iter()
             .zip(self.counts)
             .filter(|(k, _)| *k != EMPTY)
-            .map(|(key, count)| Cell { key, count })
+            .map(|(key, count)| Cell {
+                key,
+                count: count as u32,
+            })
             .collect();
         cells.sort_unstable_by_key(|c| c.key);
         cells

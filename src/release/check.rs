@@ -241,7 +241,7 @@ pub fn confirm(
         let tables = ev.tables(&expected.node)?;
         let mut cells: Vec<(Vec<u32>, String, u64)> = Vec::new();
         for class in tables.sens.classes() {
-            if class.iter().map(|c| c.count).sum::<u64>() <= expected.threshold {
+            if class.iter().map(|c| c.count as u64).sum::<u64>() <= expected.threshold {
                 continue;
             }
             let key = tables.sens.class_of(&class[0]);
@@ -250,7 +250,7 @@ pub fn confirm(
                 .collect();
             for c in class {
                 let value = ds.sensitive.labels[tables.sens.value_of(c) as usize].clone();
-                cells.push((groups.clone(), value, c.count));
+                cells.push((groups.clone(), value, c.count as u64));
             }
         }
         cells.sort();

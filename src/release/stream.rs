@@ -93,7 +93,7 @@ fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result<Has
     Ok(tables
         .sens
         .classes()
-        .filter(|c| c.iter().map(|x| x.count).sum::<u64>() <= threshold)
+        .filter(|c| c.iter().map(|x| x.count as u64).sum::<u64>() <= threshold)
         .map(|c| tables.sens.class_of(&c[0]))
         .collect())
 }
