@@ -617,13 +617,18 @@ pub fn write_reports(
             series.push((format!("{name}, {}", d.name()), values));
         }
     }
+    let top = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .fold(0.0f64, |a, &b| a.max(b));
+    let y_max = ((top / 10.0).ceil() * 10.0 + 10.0).min(100.0);
     crate::plot::bars_svg(
         &svg,
         &format!("Accuracy on {t}, l = {l} (adult, {}-fold CV)", cfg.folds),
         "accuracy (%)",
         &methods.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
         &series,
-        100.0,
+        y_max,
     )?;
     Ok(vec![md, csv, svg])
 }
