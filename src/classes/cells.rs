@@ -115,9 +115,7 @@ impl CellTable {
                             }
                         }
                         Some(w) => {
-                            for ((k, &v), &w) in
-                                keys.iter().zip(vals).zip(&w[start..start + len])
-                            {
+                            for ((k, &v), &w) in keys.iter().zip(vals).zip(&w[start..start + len]) {
                                 counter.add((k << value_bits) | v as u64, w);
                             }
                         }

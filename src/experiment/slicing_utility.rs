@@ -594,7 +594,7 @@ pub fn write_reports(
     let mut series = Vec::new();
     for d in &cfg.diversities {
         for (name, pick) in [("NB", 0), ("DT", 1)] {
-            let values = methods
+            let values: Vec<Option<f64>> = methods
                 .iter()
                 .map(|m| {
                     cells
