@@ -38,6 +38,8 @@ pub struct Evaluator {
     glm_base: Vec<Vec<f64>>,
     /// ln c for c in 0..=N, so that class entropies need no logarithm per cell.
     ln: Vec<f64>,
+    /// All-zero value codes, set for an evaluator that ignores the sensitive attribute.
+    class_only: Option<Arc<arrow::array::UInt32Array>>,
 }
 
 impl Evaluator {
@@ -92,6 +94,28 @@ impl Evaluator {
             glm_base,
             ln,
             dataset,
+            class_only: None,
+        })
+    }
+
+    /// An evaluator of the same dataset that ignores the sensitive attribute: its cell tables
+    /// hold one cell per equivalence class, so roll-ups and index passes are several times
+    /// cheaper. Only the indices that do not involve the sensitive attribute are meaningful (k,
+    /// classes, max class, suppressed, GLM, S_k, CM); searches use it when their objectives
+    /// are among those.
+    pub fn class_only(&self) -> Result<Self> {
+        let ds = &self.dataset;
+        let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
+        let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
+        let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
+        Ok(Evaluator {
+            layout: KeyLayout::new(&names, &leaves, &[1, label_n])?,
+            sens_bits: 0,
+            class_only: Some(Arc::new(arrow::array::UInt32Array::from(vec![
+                0u32;
+                ds.num_rows()
+            ]))),
+            ..self.clone()
         })
     }
 
@@ -137,7 +161,7 @@ impl Evaluator {
             &ds.qis,
             node,
             &self.layout,
-            &ds.sensitive.codes,
+            self.class_only.as_deref().unwrap_or(&ds.sensitive.codes),
             self.sens_bits,
             ds.weights.as_deref(),
         )?;

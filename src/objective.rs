@@ -80,6 +80,11 @@ impl Objective {
         }
     }
 
+    /// Whether the objective involves the sensitive attribute (l, entropy l, S_l).
+    pub fn uses_sensitive(&self) -> bool {
+        matches!(self, Objective::L | Objective::LEntropy | Objective::SL)
+    }
+
     /// Whether larger values are better.
     pub fn maximize(&self) -> bool {
         !matches!(self, Objective::Glm | Objective::Cm)

@@ -254,3 +254,28 @@ fn cli_search_and_compare() {
     assert_eq!(c["spr_ab"], 0.0);
     assert_eq!(c["spr_ba"], 24.0); // (0,4,4,0,3,3,3,0,4,3)
 }
+
+/// The class-only evaluator searches use for objectives without the sensitive attribute gives
+/// the same k, classes, suppression, GLM, S_k and CM as the full one, on every node.
+#[test]
+fn class_only_evaluation_keeps_every_class_index() {
+    for profile in ["datasets/adult/adult.toml", "datasets/adult/adult-cm.toml"] {
+        let ev = evaluator(profile);
+        let light = ev.class_only().unwrap();
+        let full = ev.evaluate_lattice(&|| {}).unwrap();
+        let cheap = light.evaluate_lattice(&|| {}).unwrap();
+        for (a, b) in full.iter().zip(&cheap) {
+            assert_eq!(
+                (a.classes, a.k, a.max_class, a.suppressed, a.s_k, a.cm),
+                (b.classes, b.k, b.max_class, b.suppressed, b.s_k, b.cm),
+                "node {:?}",
+                a.node
+            );
+            assert!(
+                (a.glm - b.glm).abs() <= 1e-9 * a.glm.max(1.0),
+                "glm at {:?}",
+                a.node
+            );
+        }
+    }
+}
