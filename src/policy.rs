@@ -299,7 +299,28 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             "`cm` needs a class attribute in the profile (class = ... or --class)".to_string(),
         ));
     }
-    let all = ev.evaluate_lattice(&|| {})?;
+    // The cheapest tables that still give every index the policy reads exactly.
+    let mut measures: Vec<Measure> = policy.require.iter().map(|r| r.measure).collect();
+    let mut objectives: Vec<Objective> = Vec::new();
+    match &policy.choice {
+        Choice::Minimize(m) | Choice::Maximize(m) => measures.push(*m),
+        Choice::Lex { objectives: o, .. }
+        | Choice::Goal { objectives: o, .. }
+        | Choice::Wtd { objectives: o, .. } => objectives.extend(o.iter().copied()),
+    }
+    let needs_full = measures
+        .iter()
+        .any(|m| matches!(m, Measure::LEntropy | Measure::LProbabilistic | Measure::SL))
+        || objectives
+            .iter()
+            .any(|o| matches!(o, Objective::LEntropy | Objective::SL));
+    let uses_l = measures.contains(&Measure::L) || objectives.contains(&Objective::L);
+    let light = match (needs_full, uses_l) {
+        (true, _) => None,
+        (false, true) => ev.distinct_only(),
+        (false, false) => Some(ev.class_only()?),
+    };
+    let all = light.as_ref().unwrap_or(ev).evaluate_lattice(&|| {})?;
     let feasible: Vec<&NodeIndices> = all
         .iter()
         .filter(|ix| policy.require.iter().all(|r| r.holds(r.measure.of(ix))))

@@ -255,8 +255,8 @@ fn cli_search_and_compare() {
     assert_eq!(c["spr_ba"], 24.0); // (0,4,4,0,3,3,3,0,4,3)
 }
 
-/// The class-only evaluator searches use for objectives without the sensitive attribute gives
-/// the same k, classes, suppression, GLM, S_k and CM as the full one, on every node.
+/// The class-only and distinct-only evaluators searches use give the same k, classes,
+/// suppression, GLM, S_k and CM as the full one on every node, and distinct-only the same l.
 #[test]
 fn class_only_evaluation_keeps_every_class_index() {
     for profile in ["datasets/adult/adult.toml", "datasets/adult/adult-cm.toml"] {

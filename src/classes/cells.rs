@@ -30,6 +30,9 @@ pub struct Cell {
 pub struct CellTable {
     cells: Vec<Cell>,
     value_bits: u32,
+    /// The value bits hold the set of values of the class as a bit mask (one cell per class),
+    /// instead of one value code per cell.
+    mask: bool,
 }
 
 /// Per-node gather tables: the group code of every leaf code for each QI at its level, as Arrow
@@ -85,6 +88,19 @@ impl NodeGather {
     }
 }
 
+/// Merges the cells of each class (contiguous: sorted by key, class bits on top) into one,
+/// OR-ing their value masks and summing their counts.
+fn merge_masks(cells: &mut Vec<Cell>, value_bits: u32) {
+    cells.dedup_by(|next, kept| {
+        let same = next.key >> value_bits == kept.key >> value_bits;
+        if same {
+            kept.key |= next.key;
+            kept.count += next.count;
+        }
+        same
+    });
+}
+
 impl CellTable {
     /// Direct evaluation: groups the rows of `qis` at `node` with their `values` (sensitive or
     /// class codes), in parallel over row chunks.
@@ -95,6 +111,7 @@ impl CellTable {
         values: &UInt32Array,
         value_bits: u32,
         weights: Option<&[u64]>,
+        mask: bool,
     ) -> Result<Self> {
         let gather = NodeGather::new(qis, node);
         let n = values.len();
@@ -109,6 +126,16 @@ impl CellTable {
                     gather.fill(qis, layout, start, &mut keys)?;
                     let vals = &values.values()[start..start + len];
                     match weights {
+                        None if mask => {
+                            for (k, &v) in keys.iter().zip(vals) {
+                                counter.add((k << value_bits) | (1u64 << v), 1);
+                            }
+                        }
+                        Some(w) if mask => {
+                            for ((k, &v), &w) in keys.iter().zip(vals).zip(&w[start..start + len]) {
+                                counter.add((k << value_bits) | (1u64 << v), w);
+                            }
+                        }
                         None => {
                             for (k, &v) in keys.iter().zip(vals) {
                                 counter.add((k << value_bits) | v as u64, 1);
@@ -131,9 +158,14 @@ impl CellTable {
                     Ok(big)
                 },
             )?;
+        let mut cells = counter.into_sorted_cells();
+        if mask {
+            merge_masks(&mut cells, value_bits);
+        }
         Ok(CellTable {
-            cells: counter.into_sorted_cells(),
+            cells,
             value_bits,
+            mask,
         })
     }
 
@@ -178,17 +210,33 @@ impl CellTable {
         for (a, b) in unsorted {
             cells[a..b].sort_by_key(|c| c.key);
         }
-        cells.dedup_by(|next, kept| {
-            let same = next.key == kept.key;
-            if same {
-                kept.count += next.count;
-            }
-            same
-        });
+        if self.mask {
+            merge_masks(&mut cells, self.value_bits);
+        } else {
+            cells.dedup_by(|next, kept| {
+                let same = next.key == kept.key;
+                if same {
+                    kept.count += next.count;
+                }
+                same
+            });
+        }
         CellTable {
             cells,
             value_bits: self.value_bits,
+            mask: self.mask,
         }
+    }
+
+    /// Whether the value bits are a mask of the class's values (one cell per class).
+    pub fn is_mask(&self) -> bool {
+        self.mask
+    }
+
+    /// The value bits of a cell: a value code, or in a mask table the class's set of values.
+    #[inline]
+    pub fn value_bits_of(&self, cell: &Cell) -> u64 {
+        cell.key & ((1u64 << self.value_bits) - 1)
     }
 
     /// The cells, sorted by key.

@@ -72,14 +72,10 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
         .unwrap_or_else(|| vec![1.0; objectives.len()]);
     let mut archive = BoxArchive::new(objectives, &epsilon)?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    // Objectives without the sensitive attribute need one cell per class only.
-    let light;
-    let ev = if objectives.iter().any(Objective::uses_sensitive) {
-        ev
-    } else {
-        light = ev.class_only()?;
-        &light
-    };
+    // The cheapest tables that still give the objectives exactly (one cell per class when the
+    // sensitive attribute matters at most through distinct l).
+    let light = ev.for_objectives(objectives)?;
+    let ev = &light;
     let mut cache = EvaluationCache::new(ev);
 
     // Step 2: the top and bottom nodes plus random ones.

@@ -55,14 +55,10 @@ pub struct SearchResult {
 
 /// Exhaustive search: every node evaluated (by roll-ups, in parallel), the exact set of minimal PBGs.
 pub fn exhaustive(ev: &Evaluator, objectives: &[Objective]) -> Result<SearchResult> {
-    // Objectives without the sensitive attribute need one cell per class only.
-    let light;
-    let ev = if objectives.iter().any(Objective::uses_sensitive) {
-        ev
-    } else {
-        light = ev.class_only()?;
-        &light
-    };
+    // The cheapest tables that still give the objectives exactly (one cell per class when the
+    // sensitive attribute matters at most through distinct l).
+    let light = ev.for_objectives(objectives)?;
+    let ev = &light;
     let all = ev.evaluate_lattice(&|| {})?;
     let points = all
         .iter()
