@@ -398,83 +398,83 @@ impl Evaluator {
         }
     }
 
-    /// Evaluates every node of the lattice, rank by rank: the bottom directly, every other node by
-    /// roll-up from the predecessor with the smallest table, nodes of a rank in parallel.
-    /// `progress` is called once per evaluated node. Results are in lattice index order.
+    /// Evaluates every node of the lattice depth first over a spanning tree: the bottom directly,
+    /// every other node rolled up from its tree parent — the predecessor with the fewest possible
+    /// classes (product of its group counts), the cheapest to roll up in expectation — children
+    /// of a node in parallel. Only the tables on the active paths are alive, so memory stays
+    /// bounded by threads × height × the largest table, and each parent table is still in cache
+    /// when its children read it. `progress` is called once per evaluated node. Results are in
+    /// lattice index order.
     pub fn evaluate_lattice(&self, progress: &(dyn Fn() + Sync)) -> Result<Vec<NodeIndices>> {
         let size = self.lattice.size();
-        let max_rank: usize = self.lattice.heights().iter().map(|&h| h as usize).sum();
-        let mut by_rank: Vec<Vec<usize>> = vec![Vec::new(); max_rank + 1];
-        for i in 0..size {
-            let rank: usize = self.lattice.node(i).iter().map(|&l| l as usize).sum();
-            by_rank[rank].push(i);
+        let groups: Vec<Vec<f64>> = self
+            .dataset
+            .qis
+            .iter()
+            .map(|q| {
+                q.hierarchy
+                    .levels()
+                    .iter()
+                    .map(|l| l.labels.len() as f64)
+                    .collect()
+            })
+            .collect();
+        let estimate = |node: &[u8]| -> f64 {
+            node.iter()
+                .enumerate()
+                .map(|(d, &l)| groups[d][l as usize].ln())
+                .sum()
+        };
+        let mut children: Vec<Vec<(usize, usize)>> = vec![Vec::new(); size];
+        for i in 1..size {
+            let node = self.lattice.node(i);
+            let mut best: Option<(f64, usize, usize)> = None;
+            let mut parent = node.clone();
+            for d in 0..node.len() {
+                if node[d] == 0 {
+                    continue;
+                }
+                parent[d] -= 1;
+                let e = estimate(&parent);
+                if best.is_none_or(|(b, _, _)| e < b) {
+                    best = Some((e, self.lattice.index(&parent), d));
+                }
+                parent[d] += 1;
+            }
+            if let Some((_, p, d)) = best {
+                children[p].push((i, d));
+            }
         }
-        let mut results: Vec<Option<NodeIndices>> = vec![None; size];
         let bottom = self.lattice.bottom();
         let tables = self.tables(&bottom)?;
-        results[0] = Some(self.indices(&bottom, &tables));
-        progress();
-        let mut previous: Vec<Option<NodeTables>> = vec![None; size];
-        previous[0] = Some(tables);
-        for rank in by_rank.iter().skip(1) {
-            // Keep only the tables some node of this rank will roll up from: bounds memory to the
-            // used parents plus the rank being built.
-            let mut used = vec![false; size];
-            for &i in rank {
-                let node = self.lattice.node(i);
-                let (_, d) = self.smallest_parent(&node, &previous);
-                let mut parent = node;
-                parent[d] -= 1;
-                used[self.lattice.index(&parent)] = true;
-            }
-            for (slot, keep) in previous.iter_mut().zip(&used) {
-                if !keep {
-                    *slot = None;
-                }
-            }
-            let done: Vec<(usize, NodeTables, NodeIndices)> = rank
-                .par_iter()
-                .map(|&i| {
-                    let node = self.lattice.node(i);
-                    let (parent, d) = self.smallest_parent(&node, &previous);
-                    let tables = self.rollup(parent, &node, d);
-                    let indices = self.indices(&node, &tables);
-                    progress();
-                    (i, tables, indices)
-                })
-                .collect();
-            let mut current: Vec<Option<NodeTables>> = vec![None; size];
-            for (i, tables, indices) in done {
-                current[i] = Some(tables);
-                results[i] = Some(indices);
-            }
-            previous = current;
+        let slots: Vec<std::sync::OnceLock<NodeIndices>> =
+            (0..size).map(|_| std::sync::OnceLock::new()).collect();
+        self.visit(0, tables, &children, &slots, progress);
+        let mut out = Vec::with_capacity(size);
+        for slot in slots {
+            // Every node has a tree parent, so the bottom reaches them all.
+            out.push(slot.into_inner().expect("every node visited"));
         }
-        Ok(results.into_iter().flatten().collect())
+        Ok(out)
     }
 
-    /// The predecessor (one level lower in one QI) with the fewest cells, and that QI.
-    fn smallest_parent<'t>(
+    /// Evaluates node `i` from its tables, then its subtree.
+    fn visit(
         &self,
-        node: &[u8],
-        previous: &'t [Option<NodeTables>],
-    ) -> (&'t NodeTables, usize) {
-        let mut best: Option<(&NodeTables, usize)> = None;
-        let mut parent = node.to_vec();
-        for d in 0..node.len() {
-            if node[d] == 0 {
-                continue;
-            }
-            parent[d] -= 1;
-            if let Some(t) = previous[self.lattice.index(&parent)].as_ref()
-                && best.is_none_or(|(b, _)| t.sens.len() < b.sens.len())
-            {
-                best = Some((t, d));
-            }
-            parent[d] += 1;
-        }
-        // Every node above the bottom has a predecessor in the previous rank.
-        best.expect("a node of rank > 0 has a predecessor")
+        i: usize,
+        tables: NodeTables,
+        children: &[Vec<(usize, usize)>],
+        slots: &[std::sync::OnceLock<NodeIndices>],
+        progress: &(dyn Fn() + Sync),
+    ) {
+        let node = self.lattice.node(i);
+        let ix = self.indices(&node, &tables);
+        let _ = slots[i].set(ix);
+        progress();
+        children[i].par_iter().for_each(|&(c, d)| {
+            let t = self.rollup(&tables, &self.lattice.node(c), d);
+            self.visit(c, t, children, slots, progress);
+        });
     }
 }
 
