@@ -14,6 +14,15 @@ use crate::indices::NodeIndices;
 use crate::lattice::{Lattice, Node};
 use crate::suppression::suppression_threshold;
 
+/// The class-key layout of a dataset's QIs, whose cells also hold `sens_values` sensitive codes
+/// (or masks) and the class labels.
+fn key_layout(ds: &Dataset, sens_values: usize) -> Result<KeyLayout> {
+    let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
+    let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
+    let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
+    KeyLayout::new(&names, &leaves, &[sens_values, label_n])
+}
+
 /// Counts whose logarithm is cached.
 const LN_CACHE: usize = 1 << 20;
 
@@ -57,15 +66,8 @@ impl Evaluator {
                 ),
             ));
         }
-        let names: Vec<&str> = dataset.qis.iter().map(|q| q.name.as_str()).collect();
-        let leaves: Vec<usize> = dataset
-            .qis
-            .iter()
-            .map(|q| q.hierarchy.leaf_count())
-            .collect();
         let sens_n = dataset.sensitive.labels.len();
-        let label_n = dataset.class.as_ref().map_or(1, |c| c.labels.len());
-        let layout = KeyLayout::new(&names, &leaves, &[sens_n, label_n])?;
+        let layout = key_layout(&dataset, sens_n)?;
         let glm_base = dataset
             .qis
             .iter()
@@ -92,7 +94,7 @@ impl Evaluator {
             lattice: Lattice::new(dataset.heights()),
             layout,
             sens_bits: bits_for(sens_n),
-            label_bits: bits_for(label_n),
+            label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
             glm_base,
             ln,
             dataset,
@@ -111,10 +113,7 @@ impl Evaluator {
         if sens_n > 32 {
             return None;
         }
-        let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
-        let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
-        let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
-        let layout = KeyLayout::new(&names, &leaves, &[1usize << sens_n, label_n]).ok()?;
+        let layout = key_layout(ds, 1usize << sens_n).ok()?;
         Some(Evaluator {
             layout,
             sens_bits: sens_n as u32,
@@ -131,11 +130,8 @@ impl Evaluator {
     /// are among those.
     pub fn class_only(&self) -> Result<Self> {
         let ds = &self.dataset;
-        let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
-        let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
-        let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
         Ok(Evaluator {
-            layout: KeyLayout::new(&names, &leaves, &[1, label_n])?,
+            layout: key_layout(ds, 1)?,
             sens_bits: 0,
             sens_mask: false,
             class_only: Some(Arc::new(arrow::array::UInt32Array::from(vec![

@@ -337,51 +337,30 @@ fn infeasible_and_bad_slicing_inputs_fail_clearly() {
     let h = dir.path().join("h.csv");
     fs::write(&h, "x;*\n").unwrap();
     let qi = format!("a={}", h.display());
-    let e = fails(&[
-        "slice",
-        "--input",
-        one.to_str().unwrap(),
-        "--qi",
-        &qi,
-        "--sensitive",
-        "s",
-        "--l",
-        "1",
-        "--output",
-        o,
-    ]);
+    let small = |input: &std::path::Path, sensitive: &str| {
+        fails(&[
+            "slice",
+            "--input",
+            input.to_str().unwrap(),
+            "--qi",
+            &qi,
+            "--sensitive",
+            sensitive,
+            "--l",
+            "1",
+            "--output",
+            o,
+        ])
+    };
+    let e = small(&one, "s");
     assert!(e.contains("at least two rows"), "{e}");
     let empty = dir.path().join("empty.csv");
     fs::write(&empty, "a,s\n").unwrap();
-    let e = fails(&[
-        "slice",
-        "--input",
-        empty.to_str().unwrap(),
-        "--qi",
-        &qi,
-        "--sensitive",
-        "s",
-        "--l",
-        "1",
-        "--output",
-        o,
-    ]);
+    let e = small(&empty, "s");
     assert!(e.contains("empty"), "{e}");
     let single = dir.path().join("single.csv");
     fs::write(&single, "a\nx\nx\n").unwrap();
-    let e = fails(&[
-        "slice",
-        "--input",
-        single.to_str().unwrap(),
-        "--qi",
-        &qi,
-        "--sensitive",
-        "a",
-        "--l",
-        "1",
-        "--output",
-        o,
-    ]);
+    let e = small(&single, "a");
     assert!(e.contains("both"), "{e}");
 }
 

@@ -64,6 +64,12 @@ fn evaluator(path: PathBuf) -> anyhow::Result<Evaluator> {
     Ok(Evaluator::new(Arc::new(Dataset::load(&profile)?))?)
 }
 
+/// Names the files an experiment wrote, on stderr.
+fn report_files(files: &[PathBuf]) {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    eprintln!("wrote {}", names.join(", "));
+}
+
 /// Runs an experiment and prints its Markdown report.
 pub fn run(e: Experiment) -> anyhow::Result<()> {
     match e {
@@ -75,14 +81,7 @@ pub fn run(e: Experiment) -> anyhow::Result<()> {
             bar.finish_and_clear();
             let files = dbsec2010::write_reports(&outcomes, a.runs, a.iterations, &a.out)?;
             print!("{}", dbsec2010::markdown(&outcomes, a.runs, a.iterations));
-            eprintln!(
-                "wrote {}",
-                files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            report_files(&files);
             Ok(())
         }
         Experiment::SlicingUtility(a) => {
@@ -105,14 +104,7 @@ pub fn run(e: Experiment) -> anyhow::Result<()> {
             bar.finish_and_clear();
             let files = slicing_utility::write_reports(&cells, &cfg, &a.out)?;
             print!("{}", slicing_utility::markdown(&cells, &cfg));
-            eprintln!(
-                "wrote {}",
-                files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            report_files(&files);
             Ok(())
         }
     }

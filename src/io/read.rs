@@ -37,19 +37,7 @@ impl Table {
 
     /// Index of a column, or an error naming the file and listing the columns it has.
     pub fn column_index(&self, name: &str) -> Result<usize> {
-        self.schema
-            .index_of(name)
-            .map_err(|_| PbgError::UnknownColumn {
-                path: self.path.clone(),
-                column: name.to_string(),
-                available: self
-                    .schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+        column_index(&self.path, &self.schema, name)
     }
 
     /// One column as a single array (batches concatenated).
@@ -66,6 +54,21 @@ impl Table {
         }
         Ok(concat(&parts)?)
     }
+}
+
+/// Index of column `name` in `schema` of the file `path`, or an error naming the file and listing
+/// the columns it has.
+pub fn column_index(path: &Path, schema: &SchemaRef, name: &str) -> Result<usize> {
+    schema.index_of(name).map_err(|_| PbgError::UnknownColumn {
+        path: path.to_path_buf(),
+        column: name.to_string(),
+        available: schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
 }
 
 /// Reads `path` as Parquet (by the `.parquet`/`.parq` extension) or CSV with the given delimiter.

@@ -121,19 +121,7 @@ impl StreamInput {
 
     /// Index of a column, or an error naming the file and listing its columns.
     pub fn column_index(&self, name: &str) -> Result<usize> {
-        self.schema
-            .index_of(name)
-            .map_err(|_| PbgError::UnknownColumn {
-                path: self.path.clone(),
-                column: name.to_string(),
-                available: self
-                    .schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+        super::read::column_index(&self.path, &self.schema, name)
     }
 
     /// Reads one part, passing each record batch with the 0-based data row of its first row.

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::error::{PbgError, Result};
 
-use super::table::SliceLayout;
+use super::table::{SliceLayout, intern_combination};
 
 /// Relative slack of the comparison p ≤ 1/l (floating sums).
 const SLACK: f64 = 1e-9;
@@ -56,15 +56,7 @@ impl Signatures {
             for r in 0..n {
                 buf.clear();
                 buf.extend(attrs.iter().map(|&a| layout.attributes[a].codes[r]));
-                let next = ids.len() as u32;
-                let id = match ids.get(buf.as_slice()) {
-                    Some(&id) => id,
-                    None => {
-                        ids.insert(buf.clone(), next);
-                        next
-                    }
-                };
-                k.push(id);
+                k.push(intern_combination(&mut ids, &buf));
             }
             known.push(k);
         }

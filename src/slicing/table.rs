@@ -9,6 +9,17 @@ use arrow::array::{Array, ArrayRef};
 use crate::error::{PbgError, Result};
 use crate::io::text_column;
 
+/// The id of the combination `key` in `ids`, added as the next id when new (no allocation when
+/// it is known).
+pub(crate) fn intern_combination(ids: &mut HashMap<Vec<u32>, u32>, key: &[u32]) -> u32 {
+    if let Some(&id) = ids.get(key) {
+        return id;
+    }
+    let id = ids.len() as u32;
+    ids.insert(key.to_vec(), id);
+    id
+}
+
 /// The release modes of SPEC §6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SliceMode {

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::error::{PbgError, Result};
 use crate::io::{Table, read_table, text_column};
 
-use super::table::SliceLayout;
+use super::table::{SliceLayout, intern_combination};
 
 /// What the check recomputed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -167,14 +167,7 @@ pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceChe
         for r in 0..rows {
             buf.clear();
             buf.extend(file_known.iter().map(|k| k[r]));
-            let next = ids.len() as u32;
-            let id = match ids.get(buf.as_slice()) {
-                Some(&id) => id,
-                None => {
-                    ids.insert(buf.clone(), next);
-                    next
-                }
-            };
+            let id = intern_combination(&mut ids, &buf);
             let b = &mut buckets[row_bucket[r]];
             *b.known[c].entry(id).or_default() += 1;
             let s = file_s.as_ref().map_or(u32::MAX, |f| f[r]);
