@@ -3,8 +3,11 @@
 //! The engine is a pipeline: [`io`] reads tables, [`hierarchy`] holds the DGHs, [`encode`] turns
 //! values into integer codes once, [`classes`] groups rows into equivalence classes (and rolls
 //! coarser nodes up from finer ones), [`evaluate`] computes every index of a node ([`indices`]) and
-//! sweeps the [`lattice`], [`properties`] gives per-tuple property vectors, and [`release`] writes
-//! verified anonymized tables. The CLI is a thin face over this library.
+//! sweeps the [`lattice`], [`properties`] gives per-tuple property vectors, [`search`] and
+//! [`policy`] find and choose nodes, [`release`] writes verified anonymized tables (in memory, or
+//! streamed from [`statistics`] for inputs larger than memory), and [`slicing`] builds l-diverse
+//! sliced releases. [`generate`] makes scale data; [`experiment`] reproduces the papers. The CLI
+//! and the DataFusion functions ([`sql`]) are thin faces over this library.
 //!
 //! ```no_run
 //! use std::sync::Arc;
