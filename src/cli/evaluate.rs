@@ -33,7 +33,12 @@ pub struct EvaluateArgs {
 
 /// Runs `pbg evaluate`.
 pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
-    let ev = a.profile.evaluator()?;
+    // Vectors need the rows; the indices alone come from streamed class statistics.
+    let ev = if a.vectors {
+        a.profile.evaluator()?
+    } else {
+        a.profile.statistics_evaluator()?
+    };
     let node = ev.parse_node(&a.node)?;
     let with_cm = ev.dataset().class.is_some();
     let mut m = if a.vectors {

@@ -36,7 +36,7 @@ pub struct LatticeArgs {
 
 /// Runs `pbg lattice`.
 pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
-    let ev = a.profile.evaluator()?;
+    let ev = a.profile.statistics_evaluator()?;
     let bar = progress_bar(ev.lattice().size() as u64, "nodes");
     let all = ev.evaluate_lattice(&|| bar.inc(1))?;
     bar.finish_and_clear();

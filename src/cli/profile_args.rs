@@ -119,9 +119,16 @@ impl ProfileArgs {
         self.profile.is_some() || self.config.is_some() || self.input.is_some()
     }
 
-    /// Loads and encodes the data, ready to evaluate.
+    /// Loads and encodes the data, ready to evaluate (rows kept: vectors and comparisons).
     pub fn evaluator(&self) -> Result<Evaluator, PbgError> {
         let profile = self.profile()?;
         Evaluator::new(Arc::new(Dataset::load(&profile)?))
+    }
+
+    /// Streams the data into class statistics, ready to evaluate node indices: memory bounded by
+    /// the distinct combinations, not the rows (every index is the same as from the rows).
+    pub fn statistics_evaluator(&self) -> Result<Evaluator, PbgError> {
+        let profile = self.profile()?;
+        Evaluator::new(Arc::new(Dataset::load_statistics(&profile)?.0))
     }
 }

@@ -112,7 +112,7 @@ pub fn result_json(r: &SearchResult) -> Value {
 
 /// Runs `pbg search`.
 pub fn run(a: SearchArgs) -> anyhow::Result<()> {
-    let ev = a.profile.evaluator()?;
+    let ev = a.profile.statistics_evaluator()?;
     let objectives = Objective::parse_list(&a.objectives, ev.dataset().class.is_some())?;
     let epsilon = a
         .epsilon
