@@ -142,21 +142,28 @@ impl Evaluator {
         })
     }
 
-    /// The cheapest evaluator that still computes `objectives` exactly: class-only when none
-    /// involves the sensitive attribute, distinct-only when only distinct l does, else a clone.
+    /// The cheapest evaluator that still computes `objectives` exactly (see [`Self::lightest`]).
     pub fn for_objectives(&self, objectives: &[crate::objective::Objective]) -> Result<Self> {
         use crate::objective::Objective;
-        if !objectives.iter().any(Objective::uses_sensitive) {
-            return self.class_only();
+        self.lightest(
+            objectives
+                .iter()
+                .any(|o| matches!(o, Objective::LEntropy | Objective::SL)),
+            objectives.contains(&Objective::L),
+        )
+    }
+
+    /// The cheapest evaluator for indices that need the per-value sensitive counts
+    /// (`value_counts`: entropy l, probabilistic l, S_l) or only distinct l (`distinct`): a clone,
+    /// [`Self::distinct_only`], or [`Self::class_only`].
+    pub fn lightest(&self, value_counts: bool, distinct: bool) -> Result<Self> {
+        if value_counts {
+            return Ok(self.clone());
         }
-        if !objectives
-            .iter()
-            .any(|o| matches!(o, Objective::LEntropy | Objective::SL))
-            && let Some(ev) = self.distinct_only()
-        {
-            return Ok(ev);
+        if distinct {
+            return Ok(self.distinct_only().unwrap_or_else(|| self.clone()));
         }
-        Ok(self.clone())
+        self.class_only()
     }
 
     /// ln c, from the cache when c is small.

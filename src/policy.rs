@@ -308,19 +308,16 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
         | Choice::Goal { objectives: o, .. }
         | Choice::Wtd { objectives: o, .. } => objectives.extend(o.iter().copied()),
     }
-    let needs_full = measures
+    let value_counts = measures
         .iter()
         .any(|m| matches!(m, Measure::LEntropy | Measure::LProbabilistic | Measure::SL))
         || objectives
             .iter()
             .any(|o| matches!(o, Objective::LEntropy | Objective::SL));
-    let uses_l = measures.contains(&Measure::L) || objectives.contains(&Objective::L);
-    let light = match (needs_full, uses_l) {
-        (true, _) => None,
-        (false, true) => ev.distinct_only(),
-        (false, false) => Some(ev.class_only()?),
-    };
-    let all = light.as_ref().unwrap_or(ev).evaluate_lattice(&|| {})?;
+    let distinct = measures.contains(&Measure::L) || objectives.contains(&Objective::L);
+    let all = ev
+        .lightest(value_counts, distinct)?
+        .evaluate_lattice(&|| {})?;
     let feasible: Vec<&NodeIndices> = all
         .iter()
         .filter(|ix| policy.require.iter().all(|r| r.holds(r.measure.of(ix))))

@@ -1,7 +1,6 @@
 //! Reads a CSV (header row, any delimiter) or Parquet file into Arrow record batches.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,12 +74,7 @@ pub fn column_index(path: &Path, schema: &SchemaRef, name: &str) -> Result<usize
 ///
 /// CSV types are inferred from the whole file so that a late odd value cannot break the read.
 pub fn read_table(path: &Path, delimiter: u8) -> Result<Table> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let table = if ext == "parquet" || ext == "parq" {
+    let table = if super::is_parquet(path) {
         read_parquet(path)?
     } else {
         read_csv(path, delimiter)?
@@ -93,19 +87,17 @@ pub fn read_table(path: &Path, delimiter: u8) -> Result<Table> {
     Ok(table)
 }
 
-fn format_err(path: &Path, e: impl std::fmt::Display) -> PbgError {
+pub(super) fn format_err(path: &Path, e: impl std::fmt::Display) -> PbgError {
     PbgError::Format {
         path: path.to_path_buf(),
         message: e.to_string(),
     }
 }
 
-fn read_csv(path: &Path, delimiter: u8) -> Result<Table> {
+/// The schema of a CSV file (types inferred from the whole file, header row, `delimiter`).
+pub(super) fn csv_schema(path: &Path, delimiter: u8) -> Result<SchemaRef> {
     let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
-    let format = Format::default()
-        .with_header(true)
-        .with_delimiter(delimiter);
-    let (schema, _) = format
+    let (schema, _) = csv_format(delimiter)
         .infer_schema(&mut file, None)
         .map_err(|e| format_err(path, e))?;
     if schema.fields().is_empty() {
@@ -113,14 +105,33 @@ fn read_csv(path: &Path, delimiter: u8) -> Result<Table> {
             path: path.to_path_buf(),
         });
     }
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| PbgError::io(path, e))?;
-    let schema = Arc::new(schema);
-    let reader = ReaderBuilder::new(schema.clone())
-        .with_format(format)
-        .with_batch_size(BATCH_ROWS)
+    Ok(Arc::new(schema))
+}
+
+fn csv_format(delimiter: u8) -> Format {
+    Format::default()
+        .with_header(true)
+        .with_delimiter(delimiter)
+}
+
+/// A reader of the CSV file's record batches, from its start, with a known schema.
+pub(super) fn csv_reader(
+    path: &Path,
+    schema: SchemaRef,
+    delimiter: u8,
+    batch_rows: usize,
+) -> Result<arrow::csv::Reader<File>> {
+    let file = File::open(path).map_err(|e| PbgError::io(path, e))?;
+    ReaderBuilder::new(schema)
+        .with_format(csv_format(delimiter))
+        .with_batch_size(batch_rows)
         .build(file)
-        .map_err(|e| format_err(path, e))?;
+        .map_err(|e| format_err(path, e))
+}
+
+fn read_csv(path: &Path, delimiter: u8) -> Result<Table> {
+    let schema = csv_schema(path, delimiter)?;
+    let reader = csv_reader(path, schema.clone(), delimiter, BATCH_ROWS)?;
     let batches = reader
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| format_err(path, e))?;

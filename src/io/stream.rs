@@ -4,18 +4,15 @@
 //! matched to hierarchies.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
 use arrow::compute::cast;
-use arrow::csv::ReaderBuilder;
-use arrow::csv::reader::Format;
 use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::read::{csv_reader, csv_schema, format_err};
 use crate::error::{PbgError, Result};
 
 /// Rows per record batch when streaming.
@@ -45,13 +42,6 @@ pub struct StreamInput {
     delimiter: u8,
 }
 
-fn format_err(path: &Path, e: impl std::fmt::Display) -> PbgError {
-    PbgError::Format {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
-}
-
 /// Whether a path names a Parquet file (by its extension).
 pub fn is_parquet(path: &Path) -> bool {
     matches!(
@@ -66,8 +56,8 @@ pub fn is_parquet(path: &Path) -> bool {
 impl StreamInput {
     /// Opens `path` (Parquet by extension, else CSV with `delimiter`) and lists its parts.
     pub fn open(path: &Path, delimiter: u8) -> Result<Self> {
-        let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
         if is_parquet(path) {
+            let file = File::open(path).map_err(|e| PbgError::io(path, e))?;
             let builder =
                 ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| format_err(path, e))?;
             let mut first_row = 0u64;
@@ -95,20 +85,9 @@ impl StreamInput {
                 delimiter,
             });
         }
-        let format = Format::default()
-            .with_header(true)
-            .with_delimiter(delimiter);
-        let (schema, _) = format
-            .infer_schema(&mut file, None)
-            .map_err(|e| format_err(path, e))?;
-        if schema.fields().is_empty() {
-            return Err(PbgError::EmptyTable {
-                path: path.to_path_buf(),
-            });
-        }
         Ok(StreamInput {
             path: path.to_path_buf(),
-            schema: Arc::new(schema),
+            schema: csv_schema(path, delimiter)?,
             parts: vec![Part {
                 index: 0,
                 first_row: 0,
@@ -131,7 +110,6 @@ impl StreamInput {
         f: &mut dyn FnMut(u64, RecordBatch) -> Result<()>,
     ) -> Result<()> {
         let path = &self.path;
-        let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
         let mut row = part.first_row;
         let mut emit = |batch: std::result::Result<RecordBatch, arrow::error::ArrowError>| {
             let batch = batch.map_err(|e| format_err(path, e))?;
@@ -141,6 +119,7 @@ impl StreamInput {
             Ok::<(), PbgError>(())
         };
         if self.parquet {
+            let file = File::open(path).map_err(|e| PbgError::io(path, e))?;
             let reader = ParquetRecordBatchReaderBuilder::try_new(file)
                 .map_err(|e| format_err(path, e))?
                 .with_row_groups(vec![part.index])
@@ -151,16 +130,7 @@ impl StreamInput {
                 emit(batch)?;
             }
         } else {
-            file.seek(SeekFrom::Start(0))
-                .map_err(|e| PbgError::io(path, e))?;
-            let format = Format::default()
-                .with_header(true)
-                .with_delimiter(self.delimiter);
-            let reader = ReaderBuilder::new(self.schema.clone())
-                .with_format(format)
-                .with_batch_size(BATCH_ROWS)
-                .build(file)
-                .map_err(|e| format_err(path, e))?;
+            let reader = csv_reader(path, self.schema.clone(), self.delimiter, BATCH_ROWS)?;
             for batch in reader {
                 emit(batch)?;
             }
