@@ -256,111 +256,63 @@ impl Evaluator {
             .sum()
     }
 
-    /// Every index of `node` from its cell tables, under the suppression rule, in one pass over
-    /// the sensitive cells: classes larger than η (never suppressed) are folded into one
-    /// accumulator, smaller ones into one accumulator per size; the threshold j then comes from the
-    /// per-size tuple counts, and only the (at most η) suppressed classes are revisited for GLM.
+    /// Every index of `node` from its cell tables, under the suppression rule.
+    ///
+    /// One integer pass over the sensitive cells gives each class's size, distinct values and
+    /// Σ count², folded into one accumulator for the classes larger than η (never suppressed) and
+    /// one per size below; the threshold j then comes from the per-size tuple counts. Entropy and
+    /// probabilistic l need a second pass only when no released class has a single sensitive
+    /// value (then both are exactly 1), and the GLM of suppressed classes only when j > 0: on
+    /// adult that skips logarithms for 93 % of the cells of the lattice.
     pub fn indices(&self, node: &[u8], tables: &NodeTables) -> NodeIndices {
-        DENSE_BY_SIZE.with_borrow_mut(|dense| self.indices_with(node, tables, dense))
+        BY_SIZE.with_borrow_mut(|by_size| self.indices_with(node, tables, by_size))
     }
 
     /// [`Self::indices`] with a per-thread buffer of per-size accumulators: only the sizes a node
     /// touches are read and reset, so no per-node allocation or full scan.
-    fn indices_with(
-        &self,
-        node: &[u8],
-        tables: &NodeTables,
-        dense: &mut Vec<ClassAcc>,
-    ) -> NodeIndices {
+    fn indices_with(&self, node: &[u8], tables: &NodeTables, scratch: &mut BySize) -> NodeIndices {
         let eta = self.dataset.eta;
         let n = self.dataset.num_tuples();
-        let totals = &self.dataset.sensitive.counts;
         let sens = &tables.sens;
-        let mut big = ClassAcc::EMPTY;
-        let mut by_size: BTreeMap<u64, ClassAcc> = BTreeMap::new();
-        let dense_len = eta.min(DENSE_SIZES) as usize + 1;
-        if dense.len() < dense_len {
-            dense.resize(dense_len, ClassAcc::EMPTY);
-        }
-        let mut touched: Vec<u64> = Vec::new();
-        let mut small_keys: Vec<(u64, u64)> = Vec::new();
-        let mut max_size = 0;
-        // Mask tables (distinct-only evaluators) carry no value codes: S_l is not computed.
-        let mask = sens.is_mask();
-        for class in sens.classes() {
-            let mut size = 0;
-            let mut sum_clnc = 0.0;
-            let mut most = 0;
-            let mut sum_sq = 0;
-            let mut sum_tot = 0;
-            for c in class {
-                let count = c.count as u64;
-                size += count;
-                sum_clnc += count as f64 * self.ln_count(count);
-                most = most.max(count);
-                sum_sq += count * count;
-                if !mask {
-                    sum_tot += count * totals[sens.value_of(c) as usize];
-                }
-            }
-            max_size = max_size.max(size);
-            // In a mask table the class's one cell holds its set of values.
-            let distinct = if sens.is_mask() {
-                sens.value_bits_of(&class[0]).count_ones() as u64
-            } else {
-                class.len() as u64
-            };
-            // A class with one sensitive value has entropy exactly 0 (no rounding noise).
-            let entropy = if class.len() == 1 {
-                0.0
-            } else {
-                (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
-            };
-            let acc = if size > eta {
-                &mut big
-            } else {
-                small_keys.push((sens.class_of(&class[0]), size));
-                if size <= DENSE_SIZES {
-                    if dense[size as usize].classes == 0 {
-                        touched.push(size);
-                    }
-                    &mut dense[size as usize]
-                } else {
-                    by_size.entry(size).or_insert(ClassAcc::EMPTY)
-                }
-            };
-            acc.add(size, distinct, entropy, most, sum_sq, sum_tot);
-        }
-        touched.sort_unstable();
-        let sizes: Vec<(u64, ClassAcc)> = touched
-            .iter()
-            .map(|&s| {
-                (
-                    s,
-                    std::mem::replace(&mut dense[s as usize], ClassAcc::EMPTY),
-                )
-            })
-            .chain(by_size)
-            .collect();
-        let j = suppression_threshold(sizes.iter().map(|(s, a)| (*s, a.tuples)), eta, max_size);
+        let pass = self.size_pass(sens, scratch);
+        let sizes = scratch.drain_sorted();
+        let j = suppression_threshold(
+            sizes.iter().map(|(s, a)| (*s, s * a.classes)),
+            eta,
+            pass.max_size,
+        );
+        // Released = the big classes and every size above j; the rest is suppressed.
+        let mut released = pass.big;
         let mut suppressed = 0;
-        let mut s_l_suppressed = 0;
-        let mut released = big;
-        for (size, acc) in &sizes {
-            let size = *size;
+        let mut s_l = pass.sum_sq;
+        let mut s_k = pass.sum_size_sq;
+        for &(size, acc) in &sizes {
             if size <= j {
-                suppressed += acc.tuples;
-                s_l_suppressed += acc.sum_tot;
+                suppressed += size * acc.classes;
+                s_l = s_l - acc.sum_sq + acc.sum_tot;
+                s_k -= size * size * acc.classes;
             } else {
-                released.merge(acc);
+                released.classes += acc.classes;
+                released.tuples += size * acc.classes;
+                released.min_size = released.min_size.min(size);
+                released.max_size = released.max_size.max(size);
+                released.min_distinct = released.min_distinct.min(acc.min_distinct);
             }
         }
-        let qis = self.dataset.qis.len() as f64;
-        let glm_suppressed: f64 = small_keys
-            .iter()
-            .filter(|(_, size)| *size <= j)
-            .map(|&(key, size)| size as f64 * (qis - self.class_loss(node, key)))
-            .sum();
+        s_k += suppressed * n;
+        // A released class with one sensitive value has entropy 0 and max frequency 1: both l
+        // are then exactly 1 (mask tables carry no per-value counts and report 1 as well).
+        let shape_needed = released.min_distinct > 1 && !sens.is_mask();
+        let (min_entropy, min_prob, glm_suppressed) = if shape_needed || j > 0 {
+            self.shape_pass(node, sens, j, shape_needed)
+        } else {
+            (f64::INFINITY, f64::INFINITY, 0.0)
+        };
+        let (l_entropy, l_probabilistic) = if shape_needed || released.classes == 0 {
+            (min_entropy.exp(), min_prob)
+        } else {
+            (1.0, 1.0)
+        };
         let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
             for class in labels.classes() {
@@ -390,15 +342,99 @@ impl Evaluator {
             k: released.min_size,
             max_class: released.max_size,
             l_distinct: released.min_distinct,
-            l_entropy: released.min_entropy.exp(),
-            l_probabilistic: released.min_prob,
+            l_entropy,
+            l_probabilistic,
             suppressed,
             glm: base + glm_suppressed,
-            s_k: released.sum_size_sq + suppressed * n,
-            s_l: released.sum_sq + s_l_suppressed,
+            s_k,
+            s_l,
             cm,
             threshold: j,
         }
+    }
+
+    /// The integer pass over a node's sensitive cells: per class its size, distinct values,
+    /// Σ count² and Σ count × (the value's count in the whole table), into `scratch` by size for
+    /// classes of at most η tuples.
+    fn size_pass(&self, sens: &CellTable, scratch: &mut BySize) -> SizePass {
+        let eta = self.dataset.eta;
+        let totals = &self.dataset.sensitive.counts;
+        let mask = sens.is_mask();
+        let cells = sens.cells();
+        let mut pass = SizePass {
+            big: Released::EMPTY,
+            max_size: 0,
+            sum_sq: 0,
+            sum_size_sq: 0,
+        };
+        let mut i = 0;
+        while i < cells.len() {
+            let class = sens.class_of(&cells[i]);
+            let (mut size, mut sum_sq, mut sum_tot) = (0u64, 0u64, 0u64);
+            let mut end = i;
+            while end < cells.len() && sens.class_of(&cells[end]) == class {
+                let c = cells[end].count as u64;
+                size += c;
+                sum_sq += c * c;
+                if !mask {
+                    sum_tot += c * totals[sens.value_of(&cells[end]) as usize];
+                }
+                end += 1;
+            }
+            let distinct = if mask {
+                sens.value_bits_of(&cells[i]).count_ones() as u64
+            } else {
+                (end - i) as u64
+            };
+            i = end;
+            pass.max_size = pass.max_size.max(size);
+            pass.sum_sq += sum_sq;
+            pass.sum_size_sq += size * size;
+            if size > eta {
+                let b = &mut pass.big;
+                b.classes += 1;
+                b.tuples += size;
+                b.min_size = b.min_size.min(size);
+                b.max_size = b.max_size.max(size);
+                b.min_distinct = b.min_distinct.min(distinct);
+            } else {
+                scratch.add(size, distinct, sum_sq, sum_tot);
+            }
+        }
+        pass
+    }
+
+    /// The pass over classes that needs logarithms or keys: the smallest entropy and
+    /// size / most-frequent-count over classes larger than `j` (when `shape`), and the GLM lost
+    /// by suppressing the classes of at most `j` tuples.
+    fn shape_pass(&self, node: &[u8], sens: &CellTable, j: u64, shape: bool) -> (f64, f64, f64) {
+        let qis = self.dataset.qis.len() as f64;
+        let mut min_entropy = f64::INFINITY;
+        let mut min_prob = f64::INFINITY;
+        let mut glm = 0.0;
+        for class in sens.classes() {
+            let size: u64 = class.iter().map(|c| c.count as u64).sum();
+            if size <= j {
+                glm += size as f64 * (qis - self.class_loss(node, sens.class_of(&class[0])));
+            } else if shape {
+                let mut sum_clnc = 0.0;
+                let mut most = 0;
+                for c in class {
+                    let count = c.count as u64;
+                    sum_clnc += count as f64 * self.ln_count(count);
+                    most = most.max(count);
+                }
+                // A class with one sensitive value has entropy exactly 0 (no rounding noise).
+                let entropy = if class.len() == 1 {
+                    0.0
+                } else {
+                    (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
+                };
+                min_entropy = min_entropy.min(entropy);
+                min_prob = min_prob.min(size as f64 / most as f64);
+            }
+        }
+        (min_entropy, min_prob, glm)
     }
 
     /// Evaluates every node of the lattice depth first over a spanning tree: the bottom directly,
@@ -482,74 +518,106 @@ impl Evaluator {
 }
 
 thread_local! {
-    /// Per-size accumulators reused across the nodes a thread evaluates (all EMPTY between uses).
-    static DENSE_BY_SIZE: std::cell::RefCell<Vec<ClassAcc>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Per-size accumulators reused across the nodes a thread evaluates.
+    static BY_SIZE: std::cell::RefCell<BySize> = std::cell::RefCell::new(BySize::default());
 }
 
 /// Sizes up to which per-size accumulators are a dense array (larger small classes are rare).
 const DENSE_SIZES: u64 = 4096;
 
-/// Aggregates of a set of equivalence classes (all of one size, or all surely released).
+/// What the integer pass over a node's cells yields besides the per-size accumulators.
+struct SizePass {
+    /// The classes larger than η, never suppressed.
+    big: Released,
+    /// The largest class.
+    max_size: u64,
+    /// Σ count² over every cell.
+    sum_sq: u64,
+    /// Σ size² over every class.
+    sum_size_sq: u64,
+}
+
+/// Aggregates of released classes.
 #[derive(Debug, Clone, Copy)]
-struct ClassAcc {
+struct Released {
     classes: u64,
     tuples: u64,
     min_size: u64,
     max_size: u64,
     min_distinct: u64,
-    min_entropy: f64,
-    min_prob: f64,
-    sum_size_sq: u64,
-    sum_sq: u64,
-    sum_tot: u64,
 }
 
-impl ClassAcc {
-    const EMPTY: ClassAcc = ClassAcc {
+impl Released {
+    const EMPTY: Released = Released {
         classes: 0,
         tuples: 0,
         min_size: u64::MAX,
         max_size: 0,
         min_distinct: u64::MAX,
-        min_entropy: f64::INFINITY,
-        min_prob: f64::INFINITY,
-        sum_size_sq: 0,
+    };
+}
+
+/// Aggregates of the classes of one size.
+#[derive(Debug, Clone, Copy)]
+struct SizeAcc {
+    classes: u64,
+    min_distinct: u64,
+    /// Σ count² over their cells (their part of S_l when released).
+    sum_sq: u64,
+    /// Σ count × the value's count in the table (their part of S_l when suppressed).
+    sum_tot: u64,
+}
+
+impl SizeAcc {
+    const EMPTY: SizeAcc = SizeAcc {
+        classes: 0,
+        min_distinct: u64::MAX,
         sum_sq: 0,
         sum_tot: 0,
     };
+}
 
+/// Per-size accumulators of the classes of at most η tuples: dense up to [`DENSE_SIZES`] with the
+/// touched sizes listed, a map above. Empty between nodes.
+#[derive(Default)]
+struct BySize {
+    dense: Vec<SizeAcc>,
+    touched: Vec<u64>,
+    sparse: BTreeMap<u64, SizeAcc>,
+}
+
+impl BySize {
     #[inline]
-    fn add(
-        &mut self,
-        size: u64,
-        distinct: u64,
-        entropy: f64,
-        most: u64,
-        sum_sq: u64,
-        sum_tot: u64,
-    ) {
-        self.classes += 1;
-        self.tuples += size;
-        self.min_size = self.min_size.min(size);
-        self.max_size = self.max_size.max(size);
-        self.min_distinct = self.min_distinct.min(distinct);
-        self.min_entropy = self.min_entropy.min(entropy);
-        self.min_prob = self.min_prob.min(size as f64 / most as f64);
-        self.sum_size_sq += size * size;
-        self.sum_sq += sum_sq;
-        self.sum_tot += sum_tot;
+    fn add(&mut self, size: u64, distinct: u64, sum_sq: u64, sum_tot: u64) {
+        let acc = if size <= DENSE_SIZES {
+            let s = size as usize;
+            if s >= self.dense.len() {
+                self.dense.resize(s + 1, SizeAcc::EMPTY);
+            }
+            if self.dense[s].classes == 0 {
+                self.touched.push(size);
+            }
+            &mut self.dense[s]
+        } else {
+            self.sparse.entry(size).or_insert(SizeAcc::EMPTY)
+        };
+        acc.classes += 1;
+        acc.min_distinct = acc.min_distinct.min(distinct);
+        acc.sum_sq += sum_sq;
+        acc.sum_tot += sum_tot;
     }
 
-    fn merge(&mut self, o: &ClassAcc) {
-        self.classes += o.classes;
-        self.tuples += o.tuples;
-        self.min_size = self.min_size.min(o.min_size);
-        self.max_size = self.max_size.max(o.max_size);
-        self.min_distinct = self.min_distinct.min(o.min_distinct);
-        self.min_entropy = self.min_entropy.min(o.min_entropy);
-        self.min_prob = self.min_prob.min(o.min_prob);
-        self.sum_size_sq += o.sum_size_sq;
-        self.sum_sq += o.sum_sq;
-        self.sum_tot += o.sum_tot;
+    /// The accumulated sizes in ascending order, leaving the buffer empty.
+    fn drain_sorted(&mut self) -> Vec<(u64, SizeAcc)> {
+        self.touched.sort_unstable();
+        let dense = &mut self.dense;
+        let out = self
+            .touched
+            .iter()
+            .map(|&s| (s, std::mem::replace(&mut dense[s as usize], SizeAcc::EMPTY)))
+            .chain(std::mem::take(&mut self.sparse))
+            .collect();
+        self.touched.clear();
+        out
     }
 }
