@@ -289,7 +289,7 @@ impl Evaluator {
         for &(size, acc) in &sizes {
             if size <= j {
                 suppressed += size * acc.classes;
-                s_l = s_l - acc.sum_sq + acc.sum_tot;
+                s_l -= acc.sum_sq;
                 s_k -= size * size * acc.classes;
             } else {
                 released.classes += acc.classes;
@@ -303,11 +303,13 @@ impl Evaluator {
         // A released class with one sensitive value has entropy 0 and max frequency 1: both l
         // are then exactly 1 (mask tables carry no per-value counts and report 1 as well).
         let shape_needed = released.min_distinct > 1 && !sens.is_mask();
-        let (min_entropy, min_prob, glm_suppressed) = if shape_needed || j > 0 {
+        // Suppressed tuples count their value's frequency in the whole table in S_l.
+        let (min_entropy, min_prob, glm_suppressed, sum_tot) = if shape_needed || j > 0 {
             self.shape_pass(node, sens, j, shape_needed)
         } else {
-            (f64::INFINITY, f64::INFINITY, 0.0)
+            (f64::INFINITY, f64::INFINITY, 0.0, 0)
         };
+        s_l += sum_tot;
         let (l_entropy, l_probabilistic) = if shape_needed || released.classes == 0 {
             (min_entropy.exp(), min_prob)
         } else {
@@ -316,12 +318,18 @@ impl Evaluator {
         let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
             for class in labels.classes() {
-                let size: u64 = class.iter().map(|c| c.count as u64).sum();
+                let size = class.size;
                 if size <= j {
                     penalties += size;
                 } else {
-                    let most = class.iter().map(|c| c.count as u64).max().unwrap_or(0);
+                    let most = class
+                        .cells
+                        .iter()
+                        .map(|c| c.count as u64)
+                        .max()
+                        .unwrap_or(0);
                     let majority: u64 = class
+                        .cells
                         .iter()
                         .filter(|c| c.count as u64 == most)
                         .map(|c| c.count as u64)
@@ -353,40 +361,17 @@ impl Evaluator {
         }
     }
 
-    /// The integer pass over a node's sensitive cells: per class its size, distinct values,
-    /// Σ count² and Σ count × (the value's count in the whole table), into `scratch` by size for
-    /// classes of at most η tuples.
+    /// The integer pass over a node's classes (size, distinct values, Σ count²), into `scratch` by
+    /// size for classes of at most η tuples.
     fn size_pass(&self, sens: &CellTable, scratch: &mut BySize) -> SizePass {
         let eta = self.dataset.eta;
-        let totals = &self.dataset.sensitive.counts;
-        let mask = sens.is_mask();
-        let cells = sens.cells();
         let mut pass = SizePass {
             big: Released::EMPTY,
             max_size: 0,
             sum_sq: 0,
             sum_size_sq: 0,
         };
-        let mut i = 0;
-        while i < cells.len() {
-            let class = sens.class_of(&cells[i]);
-            let (mut size, mut sum_sq, mut sum_tot) = (0u64, 0u64, 0u64);
-            let mut end = i;
-            while end < cells.len() && sens.class_of(&cells[end]) == class {
-                let c = cells[end].count as u64;
-                size += c;
-                sum_sq += c * c;
-                if !mask {
-                    sum_tot += c * totals[sens.value_of(&cells[end]) as usize];
-                }
-                end += 1;
-            }
-            let distinct = if mask {
-                sens.value_bits_of(&cells[i]).count_ones() as u64
-            } else {
-                (end - i) as u64
-            };
-            i = end;
+        for (size, sum_sq, distinct) in sens.class_sizes() {
             pass.max_size = pass.max_size.max(size);
             pass.sum_sq += sum_sq;
             pass.sum_size_sq += size * size;
@@ -398,34 +383,50 @@ impl Evaluator {
                 b.max_size = b.max_size.max(size);
                 b.min_distinct = b.min_distinct.min(distinct);
             } else {
-                scratch.add(size, distinct, sum_sq, sum_tot);
+                scratch.add(size, distinct, sum_sq);
             }
         }
         pass
     }
 
-    /// The pass over classes that needs logarithms or keys: the smallest entropy and
-    /// size / most-frequent-count over classes larger than `j` (when `shape`), and the GLM lost
-    /// by suppressing the classes of at most `j` tuples.
-    fn shape_pass(&self, node: &[u8], sens: &CellTable, j: u64, shape: bool) -> (f64, f64, f64) {
+    /// The pass over classes that needs logarithms, keys or cells: the smallest entropy and
+    /// size / most-frequent-count over classes larger than `j` (when `shape`), and for the
+    /// classes of at most `j` tuples the GLM their suppression loses and Σ count × the value's
+    /// count in the whole table (their part of S_l).
+    fn shape_pass(
+        &self,
+        node: &[u8],
+        sens: &CellTable,
+        j: u64,
+        shape: bool,
+    ) -> (f64, f64, f64, u64) {
         let qis = self.dataset.qis.len() as f64;
+        let totals = &self.dataset.sensitive.counts;
         let mut min_entropy = f64::INFINITY;
         let mut min_prob = f64::INFINITY;
         let mut glm = 0.0;
+        let mut sum_tot = 0;
         for class in sens.classes() {
-            let size: u64 = class.iter().map(|c| c.count as u64).sum();
+            let size = class.size;
             if size <= j {
-                glm += size as f64 * (qis - self.class_loss(node, sens.class_of(&class[0])));
+                glm += size as f64 * (qis - self.class_loss(node, class.key));
+                if !sens.is_mask() {
+                    sum_tot += class
+                        .cells
+                        .iter()
+                        .map(|c| c.count as u64 * totals[c.value as usize])
+                        .sum::<u64>();
+                }
             } else if shape {
                 let mut sum_clnc = 0.0;
                 let mut most = 0;
-                for c in class {
+                for c in class.cells {
                     let count = c.count as u64;
                     sum_clnc += count as f64 * self.ln_count(count);
                     most = most.max(count);
                 }
                 // A class with one sensitive value has entropy exactly 0 (no rounding noise).
-                let entropy = if class.len() == 1 {
+                let entropy = if class.cells.len() == 1 {
                     0.0
                 } else {
                     (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
@@ -434,7 +435,7 @@ impl Evaluator {
                 min_prob = min_prob.min(size as f64 / most as f64);
             }
         }
-        (min_entropy, min_prob, glm)
+        (min_entropy, min_prob, glm, sum_tot)
     }
 
     /// Evaluates every node of the lattice depth first over a spanning tree: the bottom directly,
@@ -474,7 +475,7 @@ impl Evaluator {
                     continue;
                 }
                 parent[d] -= 1;
-                let e = estimate(&parent);
+                let e = estimate(&parent) + 0.3 * (self.layout.shift(d) as f64);
                 if best.is_none_or(|(b, _, _)| e < b) {
                     best = Some((e, self.lattice.index(&parent), d));
                 }
@@ -564,8 +565,6 @@ struct SizeAcc {
     min_distinct: u64,
     /// Σ count² over their cells (their part of S_l when released).
     sum_sq: u64,
-    /// Σ count × the value's count in the table (their part of S_l when suppressed).
-    sum_tot: u64,
 }
 
 impl SizeAcc {
@@ -573,7 +572,6 @@ impl SizeAcc {
         classes: 0,
         min_distinct: u64::MAX,
         sum_sq: 0,
-        sum_tot: 0,
     };
 }
 
@@ -588,7 +586,7 @@ struct BySize {
 
 impl BySize {
     #[inline]
-    fn add(&mut self, size: u64, distinct: u64, sum_sq: u64, sum_tot: u64) {
+    fn add(&mut self, size: u64, distinct: u64, sum_sq: u64) {
         let acc = if size <= DENSE_SIZES {
             let s = size as usize;
             if s >= self.dense.len() {
@@ -604,7 +602,6 @@ impl BySize {
         acc.classes += 1;
         acc.min_distinct = acc.min_distinct.min(distinct);
         acc.sum_sq += sum_sq;
-        acc.sum_tot += sum_tot;
     }
 
     /// The accumulated sizes in ascending order, leaving the buffer empty.

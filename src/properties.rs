@@ -62,11 +62,8 @@ impl Evaluator {
         let n = ds.num_rows();
         let classes = EquivalenceClasses::build(&ds.qis, node, self.layout(), n)?;
         // Cell runs and classes are both in class-key order, so they align index by index.
-        let runs: Vec<&[Cell]> = tables.sens.classes().collect();
-        let sizes: Vec<u64> = runs
-            .iter()
-            .map(|r| r.iter().map(|c| c.count as u64).sum())
-            .collect();
+        let runs: Vec<&[Cell]> = tables.sens.classes().map(|c| c.cells).collect();
+        let sizes: Vec<u64> = tables.sens.classes().map(|c| c.size).collect();
         let losses: Vec<f64> = classes
             .keys()
             .iter()
@@ -91,7 +88,7 @@ impl Evaluator {
             } else {
                 let run = runs[c];
                 let count = run
-                    .binary_search_by_key(&value, |cell| tables.sens.value_of(cell))
+                    .binary_search_by_key(&value, |cell| cell.value)
                     .map(|i| run[i].count as u64)
                     .unwrap_or(0);
                 v.p_equiv.push(sizes[c]);
@@ -100,7 +97,7 @@ impl Evaluator {
             }
         }
         if let (Some(labels), Some(class_attr)) = (&tables.labels, &ds.class) {
-            let label_runs: Vec<&[Cell]> = labels.classes().collect();
+            let label_runs: Vec<&[Cell]> = labels.classes().map(|c| c.cells).collect();
             let codes = class_attr.codes.values();
             let pen = classes
                 .row_class()
@@ -114,7 +111,7 @@ impl Evaluator {
                     let run = label_runs[c];
                     let most = run.iter().map(|x| x.count as u64).max().unwrap_or(0);
                     let mine = run
-                        .binary_search_by_key(&codes[r], |cell| labels.value_of(cell))
+                        .binary_search_by_key(&codes[r], |cell| cell.value)
                         .map(|i| run[i].count as u64)
                         .unwrap_or(0);
                     u8::from(mine < most)

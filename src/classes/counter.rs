@@ -1,8 +1,6 @@
 //! An open-addressing hash counter from u64 keys to u64 counts (keys < 2^63), built for group-by
 //! on packed keys: no per-key allocation, linear probing, Fibonacci hashing.
 
-use super::cells::Cell;
-
 const EMPTY: u64 = u64::MAX;
 
 /// Counts per key.
@@ -109,19 +107,10 @@ impl Counter {
             .collect()
     }
 
-    /// The cells, sorted by key.
-    pub(crate) fn into_sorted_cells(self) -> Vec<Cell> {
-        let mut cells: Vec<Cell> = self
-            .keys
-            .into_iter()
-            .zip(self.counts)
-            .filter(|(k, _)| *k != EMPTY)
-            .map(|(key, count)| Cell {
-                key,
-                count: count as u32,
-            })
-            .collect();
-        cells.sort_unstable_by_key(|c| c.key);
-        cells
+    /// The (key, count) pairs sorted by key.
+    pub(crate) fn into_sorted_pairs(self) -> Vec<(u64, u64)> {
+        let mut pairs = self.into_pairs();
+        pairs.sort_unstable_by_key(|p| p.0);
+        pairs
     }
 }

@@ -41,9 +41,9 @@ impl EquivalenceClasses {
             distinct.add(k, 1);
         }
         let keys: Vec<u64> = distinct
-            .into_sorted_cells()
+            .into_sorted_pairs()
             .into_iter()
-            .map(|c| c.key)
+            .map(|(key, _)| key)
             .collect();
         let mut index = Counter::with_capacity(keys.len());
         for (i, &k) in keys.iter().enumerate() {

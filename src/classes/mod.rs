@@ -10,6 +10,6 @@ pub(crate) mod counter;
 pub(crate) mod key;
 mod membership;
 
-pub use cells::{Cell, CellTable};
+pub use cells::{Cell, CellTable, ClassCells};
 pub use key::KeyLayout;
 pub use membership::EquivalenceClasses;

@@ -241,15 +241,15 @@ pub fn confirm(
         let tables = ev.tables(&expected.node)?;
         let mut cells: Vec<(Vec<u32>, String, u64)> = Vec::new();
         for class in tables.sens.classes() {
-            if class.iter().map(|c| c.count as u64).sum::<u64>() <= expected.threshold {
+            if class.size <= expected.threshold {
                 continue;
             }
-            let key = tables.sens.class_of(&class[0]);
+            let key = class.key;
             let groups: Vec<u32> = (0..ds.qis.len())
                 .map(|d| ev.layout().code(key, d))
                 .collect();
-            for c in class {
-                let value = ds.sensitive.labels[tables.sens.value_of(c) as usize].clone();
+            for c in class.cells {
+                let value = ds.sensitive.labels[c.value as usize].clone();
                 cells.push((groups.clone(), value, c.count as u64));
             }
         }

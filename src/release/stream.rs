@@ -93,8 +93,8 @@ fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result<Has
     Ok(tables
         .sens
         .classes()
-        .filter(|c| c.iter().map(|x| x.count as u64).sum::<u64>() <= threshold)
-        .map(|c| tables.sens.class_of(&c[0]))
+        .filter(|c| c.size <= threshold)
+        .map(|c| c.key)
         .collect())
 }
 
