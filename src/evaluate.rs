@@ -289,7 +289,6 @@ impl Evaluator {
         for &(size, acc) in &sizes {
             if size <= j {
                 suppressed += size * acc.classes;
-                s_l -= acc.sum_sq;
                 s_k -= size * size * acc.classes;
             } else {
                 released.classes += acc.classes;
@@ -304,12 +303,12 @@ impl Evaluator {
         // are then exactly 1 (mask tables carry no per-value counts and report 1 as well).
         let shape_needed = released.min_distinct > 1 && !sens.is_mask();
         // Suppressed tuples count their value's frequency in the whole table in S_l.
-        let (min_entropy, min_prob, glm_suppressed, sum_tot) = if shape_needed || j > 0 {
+        let (min_entropy, min_prob, glm_suppressed, sum_tot, sum_sq) = if shape_needed || j > 0 {
             self.shape_pass(node, sens, j, shape_needed)
         } else {
-            (f64::INFINITY, f64::INFINITY, 0.0, 0)
+            (f64::INFINITY, f64::INFINITY, 0.0, 0, 0)
         };
-        s_l += sum_tot;
+        s_l = s_l - sum_sq + sum_tot;
         let (l_entropy, l_probabilistic) = if shape_needed || released.classes == 0 {
             (min_entropy.exp(), min_prob)
         } else {
@@ -322,15 +321,9 @@ impl Evaluator {
                 if size <= j {
                     penalties += size;
                 } else {
-                    let most = class
-                        .cells
-                        .iter()
-                        .map(|c| c.count as u64)
-                        .max()
-                        .unwrap_or(0);
+                    let most = class.cells().map(|c| c.count as u64).max().unwrap_or(0);
                     let majority: u64 = class
-                        .cells
-                        .iter()
+                        .cells()
                         .filter(|c| c.count as u64 == most)
                         .map(|c| c.count as u64)
                         .sum();
@@ -371,9 +364,9 @@ impl Evaluator {
             sum_sq: 0,
             sum_size_sq: 0,
         };
-        for (size, sum_sq, distinct) in sens.class_sizes() {
+        pass.sum_sq = sens.sum_sq();
+        sens.for_each_size(|size, distinct| {
             pass.max_size = pass.max_size.max(size);
-            pass.sum_sq += sum_sq;
             pass.sum_size_sq += size * size;
             if size > eta {
                 let b = &mut pass.big;
@@ -383,9 +376,9 @@ impl Evaluator {
                 b.max_size = b.max_size.max(size);
                 b.min_distinct = b.min_distinct.min(distinct);
             } else {
-                scratch.add(size, distinct, sum_sq);
+                scratch.add(size, distinct);
             }
-        }
+        });
         pass
     }
 
@@ -399,34 +392,37 @@ impl Evaluator {
         sens: &CellTable,
         j: u64,
         shape: bool,
-    ) -> (f64, f64, f64, u64) {
+    ) -> (f64, f64, f64, u64, u64) {
         let qis = self.dataset.qis.len() as f64;
         let totals = &self.dataset.sensitive.counts;
         let mut min_entropy = f64::INFINITY;
         let mut min_prob = f64::INFINITY;
         let mut glm = 0.0;
-        let mut sum_tot = 0;
+        let (mut sum_tot, mut sum_sq) = (0, 0);
         for class in sens.classes() {
             let size = class.size;
             if size <= j {
                 glm += size as f64 * (qis - self.class_loss(node, class.key));
                 if !sens.is_mask() {
-                    sum_tot += class
-                        .cells
-                        .iter()
-                        .map(|c| c.count as u64 * totals[c.value as usize])
-                        .sum::<u64>();
+                    // Suppressed: count the value's frequency in the table instead of the class.
+                    for c in class.cells() {
+                        let count = c.count as u64;
+                        sum_tot += count * totals[c.value as usize];
+                        sum_sq += count * count;
+                    }
                 }
             } else if shape {
                 let mut sum_clnc = 0.0;
                 let mut most = 0;
-                for c in class.cells {
+                let mut distinct = 0;
+                for c in class.cells() {
                     let count = c.count as u64;
                     sum_clnc += count as f64 * self.ln_count(count);
                     most = most.max(count);
+                    distinct += 1;
                 }
                 // A class with one sensitive value has entropy exactly 0 (no rounding noise).
-                let entropy = if class.cells.len() == 1 {
+                let entropy = if distinct == 1 {
                     0.0
                 } else {
                     (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
@@ -435,7 +431,7 @@ impl Evaluator {
                 min_prob = min_prob.min(size as f64 / most as f64);
             }
         }
-        (min_entropy, min_prob, glm, sum_tot)
+        (min_entropy, min_prob, glm, sum_tot, sum_sq)
     }
 
     /// Evaluates every node of the lattice depth first over a spanning tree: the bottom directly,
@@ -563,15 +559,12 @@ impl Released {
 struct SizeAcc {
     classes: u64,
     min_distinct: u64,
-    /// Σ count² over their cells (their part of S_l when released).
-    sum_sq: u64,
 }
 
 impl SizeAcc {
     const EMPTY: SizeAcc = SizeAcc {
         classes: 0,
         min_distinct: u64::MAX,
-        sum_sq: 0,
     };
 }
 
@@ -585,8 +578,8 @@ struct BySize {
 }
 
 impl BySize {
-    #[inline]
-    fn add(&mut self, size: u64, distinct: u64, sum_sq: u64) {
+    #[inline(always)]
+    fn add(&mut self, size: u64, distinct: u64) {
         let acc = if size <= DENSE_SIZES {
             let s = size as usize;
             if s >= self.dense.len() {
@@ -601,7 +594,6 @@ impl BySize {
         };
         acc.classes += 1;
         acc.min_distinct = acc.min_distinct.min(distinct);
-        acc.sum_sq += sum_sq;
     }
 
     /// The accumulated sizes in ascending order, leaving the buffer empty.

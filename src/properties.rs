@@ -3,7 +3,7 @@
 
 use roaring::RoaringBitmap;
 
-use crate::classes::{Cell, EquivalenceClasses};
+use crate::classes::{ClassCells, EquivalenceClasses};
 use crate::error::Result;
 use crate::evaluate::Evaluator;
 use crate::indices::NodeIndices;
@@ -62,8 +62,8 @@ impl Evaluator {
         let n = ds.num_rows();
         let classes = EquivalenceClasses::build(&ds.qis, node, self.layout(), n)?;
         // Cell runs and classes are both in class-key order, so they align index by index.
-        let runs: Vec<&[Cell]> = tables.sens.classes().map(|c| c.cells).collect();
-        let sizes: Vec<u64> = tables.sens.classes().map(|c| c.size).collect();
+        let runs: Vec<ClassCells> = tables.sens.classes().collect();
+        let sizes: Vec<u64> = runs.iter().map(|c| c.size).collect();
         let losses: Vec<f64> = classes
             .keys()
             .iter()
@@ -86,18 +86,14 @@ impl Evaluator {
                 v.p_sens.push(ds.sensitive.counts[value as usize]);
                 v.p_glm.push(qis);
             } else {
-                let run = runs[c];
-                let count = run
-                    .binary_search_by_key(&value, |cell| cell.value)
-                    .map(|i| run[i].count as u64)
-                    .unwrap_or(0);
+                let count = runs[c].count_of(value) as u64;
                 v.p_equiv.push(sizes[c]);
                 v.p_sens.push(count);
                 v.p_glm.push(losses[c]);
             }
         }
         if let (Some(labels), Some(class_attr)) = (&tables.labels, &ds.class) {
-            let label_runs: Vec<&[Cell]> = labels.classes().map(|c| c.cells).collect();
+            let label_runs: Vec<ClassCells> = labels.classes().collect();
             let codes = class_attr.codes.values();
             let pen = classes
                 .row_class()
@@ -108,12 +104,9 @@ impl Evaluator {
                     if sizes[c] <= j {
                         return 1;
                     }
-                    let run = label_runs[c];
-                    let most = run.iter().map(|x| x.count as u64).max().unwrap_or(0);
-                    let mine = run
-                        .binary_search_by_key(&codes[r], |cell| cell.value)
-                        .map(|i| run[i].count as u64)
-                        .unwrap_or(0);
+                    let run = &label_runs[c];
+                    let most = run.cells().map(|x| x.count as u64).max().unwrap_or(0);
+                    let mine = run.count_of(codes[r]) as u64;
                     u8::from(mine < most)
                 })
                 .collect();

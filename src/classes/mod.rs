@@ -7,8 +7,11 @@
 
 mod cells;
 pub(crate) mod counter;
+mod dense;
 pub(crate) mod key;
 mod membership;
+mod order;
+mod sparse;
 
 pub use cells::{Cell, CellTable, ClassCells};
 pub use key::KeyLayout;

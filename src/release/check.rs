@@ -248,7 +248,7 @@ pub fn confirm(
             let groups: Vec<u32> = (0..ds.qis.len())
                 .map(|d| ev.layout().code(key, d))
                 .collect();
-            for c in class.cells {
+            for c in class.cells() {
                 let value = ds.sensitive.labels[c.value as usize].clone();
                 cells.push((groups.clone(), value, c.count as u64));
             }

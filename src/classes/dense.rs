@@ -1,0 +1,186 @@
+//! Dense cell tables: per equivalence class the count of every value, for value domains of at
+//! most [`MAX_LANES`] values. A roll-up then adds fixed-size histograms in coarser-key order with
+//! no branch per class: a class that merges nothing and one that merges many cost the same.
+
+use super::KeyLayout;
+use super::order::{Block, coarser_order};
+
+/// The largest value domain kept dense.
+pub(crate) const MAX_LANES: usize = 16;
+
+/// One class of a dense table: its key, size and the set of values present (lane `v` non-zero).
+/// Both are additive under merging (sum, union), so roll-ups keep them without reading lanes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct DenseRecord {
+    key: u64,
+    size: u32,
+    values: u32,
+}
+
+/// Classes in ascending key order, each with `lanes` counts (value `v` in lane `v`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DenseTable {
+    classes: Vec<DenseRecord>,
+    counts: Vec<u32>,
+    lanes: usize,
+}
+
+/// Sums finer classes into coarser ones, in coarser-key order.
+struct Summer<'a, const L: usize> {
+    o: usize,
+    prev: u64,
+    classes: &'a mut [DenseRecord],
+    counts: &'a mut [[u32; L]],
+    from_classes: &'a [DenseRecord],
+    from_counts: &'a [[u32; L]],
+}
+
+impl<const L: usize> Summer<'_, L> {
+    /// Adds finer class `p`, whose coarser key is `k`: a new coarser class when `k` differs
+    /// from the previous key, else into the current one (no branch either way).
+    #[inline(always)]
+    fn add(&mut self, k: u64, p: usize) {
+        self.o = self.o.wrapping_add((k != self.prev) as usize);
+        self.prev = k;
+        let src = self.from_classes[p];
+        let dst = &mut self.classes[self.o];
+        dst.key = k;
+        dst.size += src.size;
+        dst.values |= src.values;
+        let (mut acc, add) = (self.counts[self.o], self.from_counts[p]);
+        for l in 0..L {
+            acc[l] += add[l];
+        }
+        self.counts[self.o] = acc;
+    }
+}
+
+impl DenseTable {
+    /// The lanes for a domain of `2^value_bits` values, if it is small enough to keep dense.
+    pub(crate) fn lanes_for(value_bits: u32) -> Option<usize> {
+        let lanes = 1usize << value_bits;
+        (lanes <= MAX_LANES).then_some(lanes)
+    }
+
+    /// A table from `(class key << value_bits | value, count)` pairs in ascending order.
+    pub(crate) fn from_sorted_pairs(pairs: &[(u64, u64)], value_bits: u32) -> Self {
+        let lanes = 1usize << value_bits;
+        let mut classes: Vec<DenseRecord> = Vec::new();
+        let mut counts: Vec<u32> = Vec::new();
+        for &(key, count) in pairs {
+            let class = key >> value_bits;
+            let value = (key & (lanes as u64 - 1)) as usize;
+            if classes.last().is_none_or(|c| c.key != class) {
+                classes.push(DenseRecord {
+                    key: class,
+                    ..DenseRecord::default()
+                });
+                counts.resize(counts.len() + lanes, 0);
+            }
+            let base = counts.len() - lanes;
+            counts[base + value] += count as u32;
+            if let Some(rec) = classes.last_mut() {
+                rec.size += count as u32;
+                rec.values |= 1 << value;
+            }
+        }
+        DenseTable {
+            classes,
+            counts,
+            lanes,
+        }
+    }
+
+    /// Number of classes.
+    pub(crate) fn num_classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Number of stored counts.
+    pub(crate) fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Class `i`: its key, size and counts by value.
+    #[inline]
+    pub(crate) fn class(&self, i: usize) -> (u64, u64, &[u32]) {
+        let c = &self.classes[i];
+        (
+            c.key,
+            c.size as u64,
+            &self.counts[i * self.lanes..(i + 1) * self.lanes],
+        )
+    }
+
+    /// Calls `f(size, distinct values)` for every class in key order.
+    #[inline(always)]
+    pub(crate) fn for_each_size(&self, mut f: impl FnMut(u64, u64)) {
+        for c in &self.classes {
+            f(c.size as u64, c.values.count_ones() as u64);
+        }
+    }
+
+    /// Σ count² over every cell (one flat pass over the lanes).
+    pub(crate) fn sum_sq(&self) -> u64 {
+        self.counts.iter().map(|&c| c as u64 * c as u64).sum()
+    }
+
+    /// Roll-up one level up in QI `d` (see [`coarser_order`]).
+    pub(crate) fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
+        match self.lanes {
+            1 => self.rollup_lanes::<1>(layout, d, up),
+            2 => self.rollup_lanes::<2>(layout, d, up),
+            4 => self.rollup_lanes::<4>(layout, d, up),
+            8 => self.rollup_lanes::<8>(layout, d, up),
+            _ => self.rollup_lanes::<16>(layout, d, up),
+        }
+    }
+
+    fn rollup_lanes<const L: usize>(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
+        let from = self.counts.as_chunks::<L>().0;
+        let n = self.classes.len();
+        let mut classes = vec![DenseRecord::default(); n];
+        let mut counts = vec![[0u32; L]; n];
+        // `o` is the coarser class being summed; it advances when the key changes (keys are
+        // below 2^63, so the first key always differs from the sentinel).
+        let mut o = usize::MAX;
+        let mut prev = u64::MAX;
+        coarser_order(self.classes.iter().map(|c| c.key), layout, d, up, |block| {
+            // Locals, so that the loops below keep them in registers.
+            let mut sum = Summer {
+                o,
+                prev,
+                classes: &mut classes,
+                counts: &mut counts,
+                from_classes: &self.classes,
+                from_counts: from,
+            };
+            match block {
+                Block::Sorted { keys, first } => {
+                    for (q, &k) in keys.iter().enumerate() {
+                        sum.add(k, first + q);
+                    }
+                }
+                Block::Packed { high, order } => {
+                    for &e in order {
+                        sum.add(high | (e >> 32), (e & 0xffff_ffff) as usize);
+                    }
+                }
+                Block::Wide(order) => {
+                    for &e in order {
+                        sum.add((e >> 64) as u64, e as u64 as usize);
+                    }
+                }
+            }
+            (o, prev) = (sum.o, sum.prev);
+        });
+        let len = o.wrapping_add(1);
+        classes.truncate(len);
+        counts.truncate(len);
+        DenseTable {
+            classes,
+            counts: counts.into_flattened(),
+            lanes: L,
+        }
+    }
+}
