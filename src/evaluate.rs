@@ -365,7 +365,7 @@ impl Evaluator {
             sum_size_sq: 0,
         };
         pass.sum_sq = sens.sum_sq();
-        sens.for_each_size(|size, distinct| {
+        for (size, distinct) in sens.sizes() {
             pass.max_size = pass.max_size.max(size);
             pass.sum_size_sq += size * size;
             if size > eta {
@@ -378,7 +378,7 @@ impl Evaluator {
             } else {
                 scratch.add(size, distinct);
             }
-        });
+        }
         pass
     }
 

@@ -8,8 +8,8 @@ use rayon::prelude::*;
 
 use super::KeyLayout;
 use super::counter::Counter;
-use super::dense::DenseTable;
-use super::sparse::SparseTable;
+use super::dense::{DenseSizes, DenseTable};
+use super::sparse::{SparseSizes, SparseTable};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
@@ -81,6 +81,26 @@ impl<'a> ClassCells<'a> {
                 .map(|i| c[i].count)
                 .unwrap_or(0),
             ClassCounts::Dense(h) => h.get(value as usize).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// (size, distinct values) of the classes of a cell table, in key order.
+pub struct ClassSizes<'a>(SizesRepr<'a>);
+
+enum SizesRepr<'a> {
+    Sparse(SparseSizes<'a>),
+    Dense(DenseSizes<'a>),
+}
+
+impl Iterator for ClassSizes<'_> {
+    type Item = (u64, u64);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u64, u64)> {
+        match &mut self.0 {
+            SizesRepr::Sparse(s) => s.next(),
+            SizesRepr::Dense(s) => s.next(),
         }
     }
 }
@@ -249,14 +269,13 @@ impl CellTable {
         }
     }
 
-    /// Calls `f(size, distinct values)` for every class in key order (distinct values of a mask
-    /// table: the bits set in its mask).
-    #[inline(always)]
-    pub fn for_each_size(&self, f: impl FnMut(u64, u64)) {
-        match &self.0 {
-            Repr::Sparse(t) => t.for_each_size(f),
-            Repr::Dense(t) => t.for_each_size(f),
-        }
+    /// (size, distinct values) of every class in key order (distinct values of a mask table: the
+    /// bits set in its mask).
+    pub fn sizes(&self) -> ClassSizes<'_> {
+        ClassSizes(match &self.0 {
+            Repr::Sparse(t) => SizesRepr::Sparse(t.sizes()),
+            Repr::Dense(t) => SizesRepr::Dense(t.sizes()),
+        })
     }
 
     /// Σ count² over every cell (S_l when nothing is suppressed).

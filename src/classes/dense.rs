@@ -112,12 +112,9 @@ impl DenseTable {
         )
     }
 
-    /// Calls `f(size, distinct values)` for every class in key order.
-    #[inline(always)]
-    pub(crate) fn for_each_size(&self, mut f: impl FnMut(u64, u64)) {
-        for c in &self.classes {
-            f(c.size as u64, c.values.count_ones() as u64);
-        }
+    /// (size, distinct values) of every class in key order.
+    pub(crate) fn sizes(&self) -> DenseSizes<'_> {
+        DenseSizes(self.classes.iter())
     }
 
     /// Σ count² over every cell (one flat pass over the lanes).
@@ -182,5 +179,19 @@ impl DenseTable {
             counts: counts.into_flattened(),
             lanes: L,
         }
+    }
+}
+
+/// (size, distinct values) of the classes of a dense table.
+pub(crate) struct DenseSizes<'a>(std::slice::Iter<'a, DenseRecord>);
+
+impl Iterator for DenseSizes<'_> {
+    type Item = (u64, u64);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u64, u64)> {
+        self.0
+            .next()
+            .map(|c| (c.size as u64, c.values.count_ones() as u64))
     }
 }

@@ -13,6 +13,6 @@ mod membership;
 mod order;
 mod sparse;
 
-pub use cells::{Cell, CellTable, ClassCells};
+pub use cells::{Cell, CellTable, ClassCells, ClassSizes};
 pub use key::KeyLayout;
 pub use membership::EquivalenceClasses;

@@ -129,17 +129,9 @@ impl SparseTable {
         self.classes.len()
     }
 
-    /// Calls `f(size, distinct values)` for every class in key order.
-    #[inline(always)]
-    pub(crate) fn for_each_size(&self, mut f: impl FnMut(u64, u64)) {
-        for (i, c) in self.classes.iter().enumerate() {
-            let distinct = if self.mask {
-                self.cells[c.start as usize].value.count_ones() as u64
-            } else {
-                (self.end(i) - c.start as usize) as u64
-            };
-            f(c.size as u64, distinct);
-        }
+    /// (size, distinct values) of every class in key order.
+    pub(crate) fn sizes(&self) -> SparseSizes<'_> {
+        SparseSizes { table: self, i: 0 }
     }
 
     /// Σ count² over every cell.
@@ -165,6 +157,29 @@ impl SparseTable {
             c.size as u64,
             &self.cells[c.start as usize..self.end(i)],
         )
+    }
+}
+
+/// (size, distinct values) of the classes of a sparse table.
+pub(crate) struct SparseSizes<'a> {
+    table: &'a SparseTable,
+    i: usize,
+}
+
+impl Iterator for SparseSizes<'_> {
+    type Item = (u64, u64);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u64, u64)> {
+        let t = self.table;
+        let c = t.classes.get(self.i)?;
+        let distinct = if t.mask {
+            t.cells[c.start as usize].value.count_ones() as u64
+        } else {
+            (t.end(self.i) - c.start as usize) as u64
+        };
+        self.i += 1;
+        Some((c.size as u64, distinct))
     }
 }
 
