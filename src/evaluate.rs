@@ -274,6 +274,7 @@ impl Evaluator {
         let eta = self.dataset.eta;
         let n = self.dataset.num_tuples();
         let sens = &tables.sens;
+        scratch.prepare(eta);
         let pass = self.size_pass(sens, scratch);
         let sizes = scratch.drain_sorted();
         let j = suppression_threshold(
@@ -399,8 +400,12 @@ impl Evaluator {
         let mut min_prob = f64::INFINITY;
         let mut glm = 0.0;
         let (mut sum_tot, mut sum_sq) = (0, 0);
-        for class in sens.classes() {
-            let size = class.size;
+        for i in 0..sens.num_classes() {
+            let size = sens.class_size(i);
+            if size > j && !shape {
+                continue;
+            }
+            let class = sens.class(i);
             if size <= j {
                 glm += size as f64 * (qis - self.class_loss(node, class.key));
                 if !sens.is_mask() {
@@ -568,29 +573,29 @@ impl SizeAcc {
     };
 }
 
-/// Per-size accumulators of the classes of at most η tuples: dense up to [`DENSE_SIZES`] with the
-/// touched sizes listed, a map above. Empty between nodes.
+/// Per-size accumulators of the classes of at most η tuples: a dense array over sizes up to
+/// min(η, [`DENSE_SIZES`]) (sized by [`Self::prepare`], so adding has no branch), a map above.
+/// Empty between nodes.
 #[derive(Default)]
 struct BySize {
     dense: Vec<SizeAcc>,
-    touched: Vec<u64>,
     sparse: BTreeMap<u64, SizeAcc>,
 }
 
 impl BySize {
+    /// Makes room for the dense sizes of a dataset with suppression limit `eta`.
+    fn prepare(&mut self, eta: u64) {
+        let len = eta.min(DENSE_SIZES) as usize + 1;
+        if self.dense.len() < len {
+            self.dense.resize(len, SizeAcc::EMPTY);
+        }
+    }
+
     #[inline(always)]
     fn add(&mut self, size: u64, distinct: u64) {
-        let acc = if size <= DENSE_SIZES {
-            let s = size as usize;
-            if s >= self.dense.len() {
-                self.dense.resize(s + 1, SizeAcc::EMPTY);
-            }
-            if self.dense[s].classes == 0 {
-                self.touched.push(size);
-            }
-            &mut self.dense[s]
-        } else {
-            self.sparse.entry(size).or_insert(SizeAcc::EMPTY)
+        let acc = match self.dense.get_mut(size as usize) {
+            Some(acc) => acc,
+            None => self.sparse.entry(size).or_insert(SizeAcc::EMPTY),
         };
         acc.classes += 1;
         acc.min_distinct = acc.min_distinct.min(distinct);
@@ -598,15 +603,13 @@ impl BySize {
 
     /// The accumulated sizes in ascending order, leaving the buffer empty.
     fn drain_sorted(&mut self) -> Vec<(u64, SizeAcc)> {
-        self.touched.sort_unstable();
-        let dense = &mut self.dense;
-        let out = self
-            .touched
-            .iter()
-            .map(|&s| (s, std::mem::replace(&mut dense[s as usize], SizeAcc::EMPTY)))
-            .chain(std::mem::take(&mut self.sparse))
-            .collect();
-        self.touched.clear();
+        let mut out: Vec<(u64, SizeAcc)> = Vec::new();
+        for (s, acc) in self.dense.iter_mut().enumerate() {
+            if acc.classes > 0 {
+                out.push((s as u64, std::mem::replace(acc, SizeAcc::EMPTY)));
+            }
+        }
+        out.extend(std::mem::take(&mut self.sparse));
         out
     }
 }

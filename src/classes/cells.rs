@@ -286,6 +286,15 @@ impl CellTable {
         }
     }
 
+    /// Tuples in class `i`.
+    #[inline]
+    pub fn class_size(&self, i: usize) -> u64 {
+        match &self.0 {
+            Repr::Sparse(t) => t.class_size(i),
+            Repr::Dense(t) => t.class_size(i),
+        }
+    }
+
     /// Class `i`.
     #[inline]
     pub fn class(&self, i: usize) -> ClassCells<'_> {

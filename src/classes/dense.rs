@@ -91,6 +91,12 @@ impl DenseTable {
         }
     }
 
+    /// Tuples in class `i`.
+    #[inline]
+    pub(crate) fn class_size(&self, i: usize) -> u64 {
+        self.classes[i].size as u64
+    }
+
     /// Number of classes.
     pub(crate) fn num_classes(&self) -> usize {
         self.classes.len()
@@ -119,7 +125,12 @@ impl DenseTable {
 
     /// Σ count² over every cell (one flat pass over the lanes).
     pub(crate) fn sum_sq(&self) -> u64 {
-        self.counts.iter().map(|&c| c as u64 * c as u64).sum()
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { sum_sq_avx2(&self.counts) };
+        }
+        sum_sq(&self.counts)
     }
 
     /// Roll-up one level up in QI `d` (see [`coarser_order`]).
@@ -182,6 +193,31 @@ impl DenseTable {
     }
 }
 
+/// Σ c² over `counts`.
+#[inline(always)]
+fn sum_sq(counts: &[u32]) -> u64 {
+    counts.iter().map(|&c| c as u64 * c as u64).sum()
+}
+
+/// [`sum_sq`] compiled for AVX2 (four products per instruction instead of two).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sum_sq_avx2(counts: &[u32]) -> u64 {
+    sum_sq(counts)
+}
+
+/// Bits set in each byte value: distinct values of a class from its value set without relying
+/// on a POPCNT instruction (not in the x86-64 baseline).
+const POP8: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = (i as u32).count_ones() as u8;
+        i += 1;
+    }
+    t
+};
+
 /// (size, distinct values) of the classes of a dense table.
 pub(crate) struct DenseSizes<'a>(std::slice::Iter<'a, DenseRecord>);
 
@@ -190,8 +226,11 @@ impl Iterator for DenseSizes<'_> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<(u64, u64)> {
-        self.0
-            .next()
-            .map(|c| (c.size as u64, c.values.count_ones() as u64))
+        self.0.next().map(|c| {
+            // At most 16 lanes: the value set fits two bytes.
+            let v = c.values as usize;
+            let distinct = POP8[v & 0xff] + POP8[(v >> 8) & 0xff];
+            (c.size as u64, distinct as u64)
+        })
     }
 }

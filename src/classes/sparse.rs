@@ -124,6 +124,12 @@ impl SparseTable {
         self.cells.len() - PAD
     }
 
+    /// Tuples in class `i`.
+    #[inline]
+    pub(crate) fn class_size(&self, i: usize) -> u64 {
+        self.classes[i].size as u64
+    }
+
     /// Number of classes.
     pub(crate) fn num_classes(&self) -> usize {
         self.classes.len()
