@@ -441,11 +441,12 @@ impl Evaluator {
 
     /// Evaluates every node of the lattice depth first over a spanning tree: the bottom directly,
     /// every other node rolled up from its tree parent — the predecessor with the fewest possible
-    /// classes (product of its group counts), the cheapest to roll up in expectation — children
-    /// of a node in parallel. Only the tables on the active paths are alive, so memory stays
-    /// bounded by threads × height × the largest table, and each parent table is still in cache
-    /// when its children read it. `progress` is called once per evaluated node. Results are in
-    /// lattice index order.
+    /// classes (product of its group counts), the cheapest to roll up in expectation, with a
+    /// small bias toward rolling up a low field of the class key (fewer blocks to sort) —
+    /// children of a node in parallel. Only the tables on the active paths are alive, so memory
+    /// stays bounded by threads × height × the largest table, and each parent table is still in
+    /// cache when its children read it. `progress` is called once per evaluated node. Results are
+    /// in lattice index order.
     pub fn evaluate_lattice(&self, progress: &(dyn Fn() + Sync)) -> Result<Vec<NodeIndices>> {
         let size = self.lattice.size();
         let groups: Vec<Vec<f64>> = self

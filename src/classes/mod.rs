@@ -1,8 +1,10 @@
 //! Equivalence classes by hash group-by of packed generalized codes.
 //!
-//! A node's classes are kept as *cell tables*: the counts of (class key, value) pairs, sorted, for
-//! the sensitive attribute and (with CM) the class label. Cell tables roll up: a coarser node's
-//! table is computed from a finer node's table, never from the rows again. Membership (which rows
+//! A node's classes are kept as *cell tables*: one record per class in key order with the counts of
+//! the sensitive attribute's values (and, with CM, another table for the class label) — dense
+//! histograms for small value domains (`dense`), value cells otherwise (`sparse`). Cell tables
+//! roll up: a coarser node's table is computed from a finer node's table in coarser-key order
+//! (`order`), never from the rows again. Membership (which rows
 //! form a class) is a roaring bitmap per class, built only when rows are needed.
 
 mod cells;
