@@ -298,24 +298,17 @@ impl CellTable {
     /// Class `i`.
     #[inline]
     pub fn class(&self, i: usize) -> ClassCells<'_> {
-        match &self.0 {
+        let (key, size, counts) = match &self.0 {
             Repr::Sparse(t) => {
                 let (key, size, cells) = t.class(i);
-                ClassCells {
-                    key,
-                    size,
-                    counts: ClassCounts::Sparse(cells),
-                }
+                (key, size, ClassCounts::Sparse(cells))
             }
             Repr::Dense(t) => {
                 let (key, size, h) = t.class(i);
-                ClassCells {
-                    key,
-                    size,
-                    counts: ClassCounts::Dense(h),
-                }
+                (key, size, ClassCounts::Dense(h))
             }
-        }
+        };
+        ClassCells { key, size, counts }
     }
 
     /// The equivalence classes in key order.
