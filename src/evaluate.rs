@@ -246,13 +246,24 @@ impl Evaluator {
         Ok(self.indices(node, &tables))
     }
 
-    /// GLM loss of one tuple of the class `class_key` at `node` (sum over QIs).
-    pub fn class_loss(&self, node: &[u8], class_key: u64) -> f64 {
+    /// Per QI, the GLM loss of each group at `node`'s level (for [`Self::class_loss`]).
+    pub fn node_losses(&self, node: &[u8]) -> Vec<&[f64]> {
         self.dataset
             .qis
             .iter()
+            .zip(node)
+            .map(|(q, &l)| q.hierarchy.level(l).loss.as_slice())
+            .collect()
+    }
+
+    /// GLM loss of one tuple of the class `class_key` (sum over QIs), given the node's
+    /// [`Self::node_losses`].
+    #[inline]
+    pub fn class_loss(&self, losses: &[&[f64]], class_key: u64) -> f64 {
+        losses
+            .iter()
             .enumerate()
-            .map(|(d, q)| q.hierarchy.level(node[d]).loss[self.layout.code(class_key, d) as usize])
+            .map(|(d, l)| l[self.layout.code(class_key, d) as usize])
             .sum()
     }
 
@@ -400,6 +411,7 @@ impl Evaluator {
         let mut min_prob = f64::INFINITY;
         let mut glm = 0.0;
         let (mut sum_tot, mut sum_sq) = (0, 0);
+        let losses = self.node_losses(node);
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
             if size > j && !shape {
@@ -407,7 +419,7 @@ impl Evaluator {
             }
             let class = sens.class(i);
             if size <= j {
-                glm += size as f64 * (qis - self.class_loss(node, class.key));
+                glm += size as f64 * (qis - self.class_loss(&losses, class.key));
                 if !sens.is_mask() {
                     // Suppressed: count the value's frequency in the table instead of the class.
                     for c in class.cells() {

@@ -64,10 +64,11 @@ impl Evaluator {
         // Cell runs and classes are both in class-key order, so they align index by index.
         let runs: Vec<ClassCells> = tables.sens.classes().collect();
         let sizes: Vec<u64> = runs.iter().map(|c| c.size).collect();
+        let node_losses = self.node_losses(node);
         let losses: Vec<f64> = classes
             .keys()
             .iter()
-            .map(|&k| self.class_loss(node, k))
+            .map(|&k| self.class_loss(&node_losses, k))
             .collect();
         let qis = ds.qis.len() as f64;
         let j = indices.threshold;
