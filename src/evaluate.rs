@@ -304,7 +304,6 @@ impl Evaluator {
                 s_k -= size * size * acc.classes;
             } else {
                 released.classes += acc.classes;
-                released.tuples += size * acc.classes;
                 released.min_size = released.min_size.min(size);
                 released.max_size = released.max_size.max(size);
                 released.min_distinct = released.min_distinct.min(acc.min_distinct);
@@ -383,7 +382,6 @@ impl Evaluator {
             if size > eta {
                 let b = &mut pass.big;
                 b.classes += 1;
-                b.tuples += size;
                 b.min_size = b.min_size.min(size);
                 b.max_size = b.max_size.max(size);
                 b.min_distinct = b.min_distinct.min(distinct);
@@ -558,7 +556,6 @@ struct SizePass {
 #[derive(Debug, Clone, Copy)]
 struct Released {
     classes: u64,
-    tuples: u64,
     min_size: u64,
     max_size: u64,
     min_distinct: u64,
@@ -567,7 +564,6 @@ struct Released {
 impl Released {
     const EMPTY: Released = Released {
         classes: 0,
-        tuples: 0,
         min_size: u64::MAX,
         max_size: 0,
         min_distinct: u64::MAX,

@@ -65,14 +65,6 @@ impl<'a> ClassCells<'a> {
             )
     }
 
-    /// Number of cells (distinct values; 1 in a mask table).
-    pub fn num_cells(&self) -> usize {
-        match self.counts {
-            ClassCounts::Sparse(c) => c.len(),
-            ClassCounts::Dense(h) => h.iter().filter(|c| **c > 0).count(),
-        }
-    }
-
     /// Tuples of the class with value code `value`.
     pub fn count_of(&self, value: u32) -> u32 {
         match self.counts {
