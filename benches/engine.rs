@@ -67,10 +67,11 @@ fn search(c: &mut Criterion) {
 }
 
 fn direct_3m(c: &mut Criterion) {
-    let (profile, ds) = adult();
-    let mut table = ds.table.clone();
+    let (profile, _) = adult();
+    let once = pbg::io::read_table(&profile.input, profile.delimiter).unwrap();
+    let mut table = once.clone();
     table.batches = (0..100)
-        .flat_map(|_| ds.table.batches.iter().cloned())
+        .flat_map(|_| once.batches.iter().cloned())
         .collect();
     let rows = table.num_rows();
     let ev = Evaluator::new(Arc::new(Dataset::from_table(&profile, table).unwrap())).unwrap();
@@ -85,10 +86,11 @@ fn direct_3m(c: &mut Criterion) {
 }
 
 fn sql_3m(c: &mut Criterion) {
-    let (profile, ds) = adult();
-    let mut table = ds.table.clone();
+    let (profile, _) = adult();
+    let once = pbg::io::read_table(&profile.input, profile.delimiter).unwrap();
+    let mut table = once.clone();
     table.batches = (0..100)
-        .flat_map(|_| ds.table.batches.iter().cloned())
+        .flat_map(|_| once.batches.iter().cloned())
         .collect();
     let rows = table.num_rows();
     let ev = Arc::new(
@@ -103,7 +105,7 @@ fn sql_3m(c: &mut Criterion) {
         .unwrap();
     let ctx = SessionContext::new();
     let registry = pbg::sql::register(&ctx);
-    registry.add_profile("adult", ev.clone());
+    registry.declare("adult", profile.clone()).unwrap();
     let mem = MemTable::try_new(table.schema.clone(), vec![table.batches.clone()]).unwrap();
     ctx.register_table("adult", Arc::new(mem)).unwrap();
     // The same rows with dictionary-encoded string columns, as Parquet readers can deliver them.

@@ -1,16 +1,20 @@
-//! Encode once: every QI column becomes leaf codes of its hierarchy, the sensitive and class
-//! attributes become value codes. Values are matched by their text form, whatever type the reader
-//! chose (an Int64 `age` of 39 matches the leaf `39`); strings are not touched again until output.
+//! Encode once: every QI becomes leaf codes of its hierarchy, the sensitive and class attributes
+//! become value codes. One encoder serves both kinds of input: the table's rows (each one tuple) and
+//! class statistics (each distinct combination standing for its count of tuples) — rows are
+//! statistics of weight 1. Values are matched by their text form, whatever type the reader chose
+//! (an Int64 `age` of 39 matches the leaf `39`); strings are not touched again until output.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
-use arrow::compute::{cast, take};
-use arrow::datatypes::{DataType, UInt32Type};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
+use arrow::record_batch::RecordBatch;
 
 use crate::error::{PbgError, Result};
 use crate::hierarchy::Hierarchy;
-use crate::io::{Table, read_table};
+use crate::input::{self, Input};
 use crate::profile::Profile;
 
 /// A quasi-identifier encoded as leaf codes.
@@ -22,9 +26,9 @@ pub struct EncodedQi {
     pub column: usize,
     /// The validated hierarchy.
     pub hierarchy: Arc<Hierarchy>,
-    /// Leaf code per row.
+    /// Leaf code per encoded row.
     pub codes: UInt32Array,
-    /// Number of rows holding each leaf.
+    /// Number of tuples holding each leaf.
     pub leaf_rows: Vec<u64>,
 }
 
@@ -37,19 +41,19 @@ pub struct EncodedAttribute {
     pub column: usize,
     /// Text form of each value code.
     pub labels: Vec<String>,
-    /// Value code per row.
+    /// Value code per encoded row.
     pub codes: UInt32Array,
-    /// Number of rows holding each value.
+    /// Number of tuples holding each value.
     pub counts: Vec<u64>,
 }
 
-/// The input table with its profile, encoded once for every later evaluation.
+/// The input with its profile, encoded once for every later evaluation.
 #[derive(Debug, Clone)]
 pub struct Dataset {
     /// The profile it was loaded with.
     pub profile: Profile,
-    /// The raw table (kept for releases: pass-through columns).
-    pub table: Table,
+    /// The input's schema (every column, in order).
+    pub schema: SchemaRef,
     /// Quasi-identifiers in node order.
     pub qis: Vec<EncodedQi>,
     /// The sensitive attribute.
@@ -67,153 +71,412 @@ pub struct Dataset {
     pub tuples: u64,
 }
 
-/// A column's distinct text forms (dictionary) with the 0-based row of each value's first occurrence.
-struct TextDictionary {
-    values: Vec<String>,
-    first_row: Vec<usize>,
-    keys: UInt32Array,
+/// A batch column as dictionary keys into its distinct text forms (the same text as a cast of
+/// each value to Utf8). Nulls stay null in `keys`.
+#[derive(Debug)]
+pub struct TextColumn {
+    /// Key of every row.
+    pub keys: UInt32Array,
+    /// Distinct text forms (may include values no key points to).
+    pub values: StringArray,
 }
 
-fn text_dictionary(
-    column: &ArrayRef,
-    name: &str,
-    null_as: Option<&str>,
-    null_hint: &str,
-) -> Result<TextDictionary> {
-    let mut text = cast(column, &DataType::Utf8)?;
-    if text.null_count() > 0 {
-        match null_as {
-            Some(fill) => {
-                let s = text.as_string::<i32>();
-                text = Arc::new(
-                    s.iter()
-                        .map(|v| Some(v.unwrap_or(fill)))
-                        .collect::<StringArray>(),
-                );
-            }
-            None => {
-                let row = (0..text.len()).find(|&r| text.is_null(r)).unwrap_or(0);
-                return Err(PbgError::NullValue {
-                    column: name.to_string(),
-                    row: row + 1,
-                    hint: null_hint.to_string(),
-                });
-            }
+/// Dictionary-encodes a column by its text form without formatting every row: dictionary
+/// columns keep their dictionary, numbers are packed by value first and only the distinct
+/// values are formatted.
+pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
+    let dict_type =
+        |v: &DataType| DataType::Dictionary(Box::new(DataType::UInt32), Box::new(v.clone()));
+    let dict = match column.data_type() {
+        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::Utf8View) => {
+            cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?
         }
-    }
-    let dict = cast(
-        &text,
-        &DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8)),
-    )?;
+        DataType::Dictionary(_, v) => cast(column, &dict_type(v))?,
+        DataType::Utf8 | DataType::LargeUtf8 => cast(column, &dict_type(&DataType::Utf8))?,
+        t if t.is_primitive() => cast(column, &dict_type(t))?,
+        _ => cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?,
+    };
     let dict = dict.as_dictionary::<UInt32Type>();
-    let values = dict.values().as_string::<i32>();
-    let keys = dict.keys().clone();
-    let mut first_row = vec![usize::MAX; values.len()];
-    for (r, &k) in keys.values().iter().enumerate() {
-        let slot = &mut first_row[k as usize];
-        if *slot == usize::MAX {
-            *slot = r;
-        }
-    }
-    Ok(TextDictionary {
-        values: values.iter().map(|v| v.unwrap_or("").to_string()).collect(),
-        first_row,
-        keys,
+    let values = cast(dict.values(), &DataType::Utf8)?;
+    Ok(TextColumn {
+        keys: dict.keys().clone(),
+        values: values.as_string::<i32>().clone(),
     })
 }
 
-fn encode_attribute(table: &Table, name: &str, role: &str) -> Result<EncodedAttribute> {
-    let column = table.column_index(name)?;
-    let hint = format!("the {role} attribute must not be null: fill or drop those rows first");
-    let dict = text_dictionary(&table.column(column)?, name, None, &hint)?;
-    let mut counts = vec![0u64; dict.values.len()];
-    for &k in dict.keys.values() {
-        counts[k as usize] += 1;
-    }
-    Ok(EncodedAttribute {
-        name: name.to_string(),
-        column,
-        labels: dict.values,
-        codes: dict.keys,
-        counts,
-    })
+/// The distinct text forms of one column.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnValues {
+    /// Text form of each id.
+    pub values: Vec<String>,
+    index: HashMap<String, u32>,
 }
+
+impl ColumnValues {
+    /// Id of `value`, added when new.
+    pub fn id(&mut self, value: &str) -> u32 {
+        if let Some(&id) = self.index.get(value) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(value.to_string());
+        self.index.insert(value.to_string(), id);
+        id
+    }
+
+    /// Id of `value` if it has been seen.
+    pub fn get(&self, value: &str) -> Option<u32> {
+        self.index.get(value).copied()
+    }
+
+    /// Renumbers the values in text order (so that results never depend on the order in which
+    /// partitions delivered them); returns old id → new id.
+    fn sort(&mut self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.values.len() as u32).collect();
+        order.sort_by(|&a, &b| self.values[a as usize].cmp(&self.values[b as usize]));
+        let mut remap = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            remap[old as usize] = new as u32;
+        }
+        self.values = order
+            .iter()
+            .map(|&o| std::mem::take(&mut self.values[o as usize]))
+            .collect();
+        self.index = self
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clone(), i as u32))
+            .collect();
+        remap
+    }
+}
+
+/// One column to encode, with the text that stands for null (else a null is an error with `null_hint`).
+#[derive(Debug, Clone)]
+pub struct CountColumn {
+    /// Column name.
+    pub name: String,
+    /// Text a null stands for.
+    pub null_as: Option<String>,
+    /// What to do about a null when `null_as` is not set.
+    pub null_hint: String,
+}
+
+/// Items over some columns: the rows of a table (weight 1 each) or distinct combinations with
+/// their counts. Ids per column index the column's distinct text forms, in text order.
+#[derive(Debug, Clone, Default)]
+pub struct Combinations {
+    /// Distinct values per column.
+    pub columns: Vec<ColumnValues>,
+    /// Per column, the id of every item.
+    pub ids: Vec<Vec<u32>>,
+    /// Tuples per item; `None`: one each (rows).
+    pub weights: Option<Vec<u64>>,
+    /// Number of tuples (Σ weights or the item count).
+    pub tuples: u64,
+}
+
+impl Combinations {
+    /// Number of items.
+    pub fn len(&self) -> usize {
+        self.ids.first().map_or(0, Vec::len)
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Gathers items from record batches holding `spec`'s columns (by name) and, for
+    /// statistics, a count column: combinations whose text forms coincide (a null and its
+    /// `null_as`, two numbers printing alike) are merged, and the items are sorted.
+    pub fn gather(
+        batches: &[RecordBatch],
+        spec: &[CountColumn],
+        count: Option<&str>,
+    ) -> Result<Self> {
+        let mut columns = vec![ColumnValues::default(); spec.len()];
+        let mut ids: Vec<Vec<u32>> = vec![Vec::new(); spec.len()];
+        let mut weights: Vec<u64> = Vec::new();
+        for batch in batches {
+            let n = batch.num_rows();
+            for ((c, values), out) in spec.iter().zip(columns.iter_mut()).zip(ids.iter_mut()) {
+                let index = batch.schema().index_of(&c.name).map_err(PbgError::Arrow)?;
+                let text = text_column(batch.column(index))?;
+                let local: Vec<u32> = (0..text.values.len())
+                    .map(|i| values.id(text.values.value(i)))
+                    .collect();
+                let null_id = c.null_as.as_deref().map(|fill| values.id(fill));
+                out.reserve(n);
+                for r in 0..n {
+                    if text.keys.is_null(r) {
+                        match null_id {
+                            Some(id) => out.push(id),
+                            None => {
+                                return Err(PbgError::NullValue {
+                                    column: c.name.clone(),
+                                    row: 0,
+                                    hint: c.null_hint.clone(),
+                                });
+                            }
+                        }
+                    } else {
+                        out.push(local[text.keys.values()[r] as usize]);
+                    }
+                }
+            }
+            if let Some(name) = count {
+                let index = batch.schema().index_of(name).map_err(PbgError::Arrow)?;
+                let counts = cast(batch.column(index), &DataType::UInt64)?;
+                let counts = counts.as_primitive::<arrow::datatypes::UInt64Type>();
+                weights.extend(counts.iter().map(|c| c.unwrap_or(0)));
+            }
+        }
+        // Unused dictionary entries are dropped, then ids follow text order.
+        for (values, out) in columns.iter_mut().zip(ids.iter_mut()) {
+            let mut used = vec![false; values.values.len()];
+            for &i in out.iter() {
+                used[i as usize] = true;
+            }
+            let mut kept = ColumnValues::default();
+            let mut first: Vec<u32> = vec![u32::MAX; used.len()];
+            for (i, v) in values.values.iter().enumerate() {
+                if used[i] {
+                    first[i] = kept.id(v);
+                }
+            }
+            let remap = kept.sort();
+            for i in out.iter_mut() {
+                *i = remap[first[*i as usize] as usize];
+            }
+            *values = kept;
+        }
+        let n = ids.first().map_or(0, Vec::len);
+        if count.is_none() {
+            return Ok(Combinations {
+                columns,
+                ids,
+                weights: None,
+                tuples: n as u64,
+            });
+        }
+        let mut merged: HashMap<Vec<u32>, u64> = HashMap::with_capacity(n);
+        for (r, &w) in weights.iter().enumerate() {
+            let key: Vec<u32> = ids.iter().map(|c| c[r]).collect();
+            *merged.entry(key).or_default() += w;
+        }
+        let mut combos: Vec<(Vec<u32>, u64)> = merged.into_iter().filter(|(_, w)| *w > 0).collect();
+        combos.sort_unstable();
+        let tuples = combos.iter().map(|(_, w)| *w).sum();
+        let mut ids: Vec<Vec<u32>> = vec![Vec::with_capacity(combos.len()); spec.len()];
+        let mut weights = Vec::with_capacity(combos.len());
+        for (key, w) in combos {
+            for (c, id) in ids.iter_mut().zip(key) {
+                c.push(id);
+            }
+            weights.push(w);
+        }
+        Ok(Combinations {
+            columns,
+            ids,
+            weights: Some(weights),
+            tuples,
+        })
+    }
+
+    /// Tuples per item.
+    pub fn weight(&self, item: usize) -> u64 {
+        self.weights.as_ref().map_or(1, |w| w[item])
+    }
+}
+
+/// The columns a profile needs, in encoder order: QIs (node order), sensitive, class.
+pub fn profile_columns(profile: &Profile) -> Vec<CountColumn> {
+    let mut spec: Vec<CountColumn> = profile
+        .qis
+        .iter()
+        .map(|q| CountColumn {
+            name: q.name.clone(),
+            null_as: q.null_as.clone(),
+            null_hint: "declare `null_as = \"...\"` for this QI, with a leaf of its hierarchy, or fill the nulls".into(),
+        })
+        .collect();
+    let role_hint = |role: &str| {
+        format!("the {role} attribute must not be null: fill or drop those rows first")
+    };
+    spec.push(CountColumn {
+        name: profile.sensitive.clone(),
+        null_as: None,
+        null_hint: role_hint("sensitive"),
+    });
+    if let Some(c) = &profile.class {
+        spec.push(CountColumn {
+            name: c.clone(),
+            null_as: None,
+            null_hint: role_hint("class"),
+        });
+    }
+    spec
+}
+
+/// Fills in the row of an error raised without one, from a table in memory.
+fn locate_in_table(table: &crate::io::Table, e: PbgError) -> PbgError {
+    let find = |column: &str, value: Option<&str>| -> Option<usize> {
+        let i = table.schema.index_of(column).ok()?;
+        let text = text_column(&table.column(i).ok()?).ok()?;
+        (0..text.keys.len()).find(|&r| match (value, text.keys.is_null(r)) {
+            (None, true) => true,
+            (Some(v), false) => text.values.value(text.keys.values()[r] as usize) == v,
+            _ => false,
+        })
+    };
+    match e {
+        PbgError::NullValue {
+            column,
+            row: 0,
+            hint,
+        } => {
+            let row = find(&column, None).map_or(0, |r| r + 1);
+            PbgError::NullValue { column, row, hint }
+        }
+        PbgError::ValueNotInHierarchy {
+            column,
+            value,
+            row: 0,
+            source_name,
+        } => {
+            let row = find(&column, Some(&value)).map_or(0, |r| r + 1);
+            PbgError::ValueNotInHierarchy {
+                column,
+                value,
+                row,
+                source_name,
+            }
+        }
+        other => other,
+    }
+}
+
+/// Per QI (node order): the leaf code of every text form of the input.
+pub type LeafMaps = Vec<HashMap<String, u32>>;
 
 impl Dataset {
-    /// Reads the profile's input, builds and validates every hierarchy against the data, and encodes.
-    pub fn load(profile: &Profile) -> Result<Self> {
-        let table = read_table(&profile.input, profile.delimiter)?;
-        Self::from_table(profile, table)
-    }
-
-    /// Encodes an already read table.
-    pub fn from_table(profile: &Profile, table: Table) -> Result<Self> {
+    /// The one encoder: builds every hierarchy against the values present (data-driven kinds
+    /// take their leaves from them), maps values to leaf and value codes, and checks roles.
+    /// `combos` holds [`profile_columns`]; `schema` is the input's.
+    pub fn encode(profile: &Profile, schema: SchemaRef, combos: Combinations) -> Result<Self> {
+        let source = &profile.input;
+        for c in profile_columns(profile) {
+            input::column_index(source, &schema, &c.name)?;
+        }
+        if combos.tuples == 0 {
+            return Err(PbgError::EmptyTable {
+                path: source.as_path(),
+            });
+        }
+        let Combinations {
+            columns,
+            ids,
+            weights,
+            tuples,
+        } = combos;
+        let weight = |i: usize| weights.as_ref().map_or(1, |w| w[i]);
         let mut qis = Vec::with_capacity(profile.qis.len());
-        for q in &profile.qis {
-            let column = table.column_index(&q.name)?;
-            let hint = "declare `null_as = \"...\"` for this QI, with a leaf of its hierarchy, or fill the nulls";
-            let dict =
-                text_dictionary(&table.column(column)?, &q.name, q.null_as.as_deref(), hint)?;
-            let values: Vec<(String, usize)> = dict
-                .values
-                .iter()
-                .zip(&dict.first_row)
-                .filter(|(_, r)| **r != usize::MAX)
-                .map(|(v, r)| (v.clone(), r + 1))
-                .collect();
+        for (d, q) in profile.qis.iter().enumerate() {
+            let col = &columns[d];
+            let values: Vec<(String, usize)> = col.values.iter().map(|v| (v.clone(), 0)).collect();
             let hierarchy = Arc::new(q.hierarchy.build(&q.name, &values)?);
-            let mut mapping = Vec::with_capacity(dict.values.len());
-            for (v, &r) in dict.values.iter().zip(&dict.first_row) {
+            let mut leaf_of_id = Vec::with_capacity(values.len());
+            for (v, _) in &values {
                 match hierarchy.leaf_code(v) {
-                    Some(c) => mapping.push(c),
-                    None if r == usize::MAX => mapping.push(0),
+                    Some(c) => leaf_of_id.push(c),
                     None => {
                         return Err(PbgError::ValueNotInHierarchy {
                             column: q.name.clone(),
                             value: v.clone(),
-                            row: r + 1,
+                            row: 0,
                             source_name: hierarchy.source().to_string(),
                         });
                     }
                 }
             }
-            let codes = take(&UInt32Array::from(mapping), &dict.keys, None)?;
-            let codes = codes.as_primitive::<UInt32Type>().clone();
+            let codes: UInt32Array = ids[d].iter().map(|&i| leaf_of_id[i as usize]).collect();
             let mut leaf_rows = vec![0u64; hierarchy.leaf_count()];
-            for &c in codes.values() {
-                leaf_rows[c as usize] += 1;
+            for (i, &c) in codes.values().iter().enumerate() {
+                leaf_rows[c as usize] += weight(i);
             }
             qis.push(EncodedQi {
                 name: q.name.clone(),
-                column,
+                column: schema.index_of(&q.name)?,
                 hierarchy,
                 codes,
                 leaf_rows,
             });
         }
-        let sensitive = encode_attribute(&table, &profile.sensitive, "sensitive")?;
+        let attribute = |i: usize, name: &str| -> Result<EncodedAttribute> {
+            let codes = UInt32Array::from(ids[i].clone());
+            let mut totals = vec![0u64; columns[i].values.len()];
+            for (r, &c) in codes.values().iter().enumerate() {
+                totals[c as usize] += weight(r);
+            }
+            Ok(EncodedAttribute {
+                name: name.to_string(),
+                column: schema.index_of(name)?,
+                labels: columns[i].values.clone(),
+                codes,
+                counts: totals,
+            })
+        };
+        let s = profile.qis.len();
+        let sensitive = attribute(s, &profile.sensitive)?;
         let class = match &profile.class {
-            Some(c) => Some(encode_attribute(&table, c, "class")?),
+            Some(c) => Some(attribute(s + 1, c)?),
             None => None,
         };
         let identifiers = profile
             .identifiers
             .iter()
-            .map(|i| table.column_index(i))
+            .map(|i| input::column_index(source, &schema, i))
             .collect::<Result<Vec<_>>>()?;
-        let eta = profile.suppression.rows(table.num_rows());
-        let tuples = table.num_rows() as u64;
+        let eta = profile.suppression.rows(tuples as usize);
         Ok(Dataset {
             profile: profile.clone(),
-            table,
+            schema,
             qis,
             sensitive,
             class,
             identifiers,
             eta,
-            weights: None,
+            weights,
             tuples,
         })
+    }
+
+    /// Encodes the rows of a table already in memory (one tuple per row, in table order).
+    pub fn from_table(profile: &Profile, table: crate::io::Table) -> Result<Self> {
+        let spec = profile_columns(profile);
+        for c in &spec {
+            table.column_index(&c.name)?;
+        }
+        let encoded = Combinations::gather(&table.batches, &spec, None)
+            .and_then(|combos| Dataset::encode(profile, table.schema.clone(), combos));
+        encoded.map_err(|e| locate_in_table(&table, e))
+    }
+
+    /// Per QI (node order): the leaf code of each text form the hierarchy knows.
+    pub fn leaf_maps(&self) -> LeafMaps {
+        self.qis
+            .iter()
+            .map(|q| {
+                q.hierarchy
+                    .leaves()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (v.clone(), i as u32))
+                    .collect()
+            })
+            .collect()
     }
 
     /// Number of encoded rows (the input's rows, or the distinct combinations of statistics).
@@ -240,5 +503,10 @@ impl Dataset {
     /// Hierarchy heights N_i in node order.
     pub fn heights(&self) -> Vec<u8> {
         self.qis.iter().map(|q| q.hierarchy.height()).collect()
+    }
+
+    /// The input as it is named in messages.
+    pub fn input(&self) -> &Input {
+        &self.profile.input
     }
 }

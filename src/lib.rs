@@ -1,11 +1,12 @@
 //! # pbg — property based generalization over Arrow, Parquet and DataFusion
 //!
-//! The engine is a pipeline: [`io`] reads tables, [`hierarchy`] holds the DGHs, [`encode`] turns
-//! values into integer codes once, [`classes`] groups rows into equivalence classes (and rolls
+//! The engine is a pipeline over DataFusion: [`input`] opens any table DataFusion can read (files,
+//! directories, globs, registered tables), [`statistics`] runs pass 1 there (a GROUP BY into class
+//! statistics), [`hierarchy`] holds the DGHs, [`encode`] turns values into integer codes once, [`classes`] groups rows into equivalence classes (and rolls
 //! coarser nodes up from finer ones), [`evaluate`] computes every index of a node ([`indices`]) and
 //! sweeps the [`lattice`], [`properties`] gives per-tuple property vectors, [`search`] and
-//! [`policy`] find and choose nodes, [`release`] writes verified anonymized tables (in memory, or
-//! streamed from [`statistics`] for inputs larger than memory), and [`slicing`] builds l-diverse
+//! [`policy`] find and choose nodes, [`release`] builds the release of a node as a DataFusion plan
+//! and verifies what was written with one verifier, and [`slicing`] builds l-diverse
 //! sliced releases. [`generate`] makes scale data; [`experiment`] reproduces the papers. The CLI
 //! and the DataFusion functions ([`sql`]) are thin faces over this library.
 //!
@@ -31,6 +32,7 @@ pub mod experiment;
 pub mod generate;
 pub mod hierarchy;
 pub mod indices;
+pub mod input;
 pub mod io;
 pub mod lattice;
 pub mod objective;

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::error::{PbgError, Result};
 use crate::hierarchy::HierarchySpec;
+use crate::input::Input;
 
 /// A quasi-identifier and its hierarchy.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,8 +64,8 @@ impl SuppressionLimit {
 pub struct Profile {
     /// Where it was declared (config path or `command line`), for messages.
     pub origin: String,
-    /// The input table (CSV or Parquet).
-    pub input: PathBuf,
+    /// The input: a path (file, directory or glob of CSV or Parquet files) or a registered table.
+    pub input: Input,
     /// CSV delimiter.
     pub delimiter: u8,
     /// Quasi-identifiers in node order.
@@ -82,7 +83,8 @@ pub struct Profile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
-    input: PathBuf,
+    input: Option<PathBuf>,
+    table: Option<String>,
     delimiter: Option<String>,
     sensitive: String,
     class: Option<String>,
@@ -173,10 +175,22 @@ impl Profile {
             Some(toml::Value::String(s)) => SuppressionLimit::parse(&s)?,
             Some(other) => SuppressionLimit::parse(&other.to_string())?,
         };
-        let input = if file.input.is_relative() {
-            base.join(file.input)
-        } else {
-            file.input
+        let input = match (file.input, file.table) {
+            (Some(p), None) if p.is_relative() => Input::Path(base.join(p)),
+            (Some(p), None) => Input::Path(p),
+            (None, Some(t)) => Input::Table(t),
+            (Some(_), Some(_)) => {
+                return Err(PbgError::profile(
+                    origin,
+                    "give either `input` (a path) or `table` (a registered table), not both",
+                ));
+            }
+            (None, None) => {
+                return Err(PbgError::profile(
+                    origin,
+                    "no input: give `input = \"path\"` (a file, directory or glob) or `table = \"name\"` (a registered table)",
+                ));
+            }
         };
         let profile = Profile {
             origin: origin.to_string(),

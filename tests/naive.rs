@@ -152,3 +152,48 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
     res.cm = penalties as f64 / n as f64;
     res
 }
+
+/// A naive release, row by row: `rows` are every column's text (`names` the header), `qis` the
+/// QI columns with their hierarchy rows, `identifiers` the columns to drop; classes of size ≤ the
+/// DBSEC threshold j for `eta` are removed. Returns the header and the released rows.
+pub fn release(
+    names: &[String],
+    rows: &[Vec<String>],
+    qis: &[(usize, Vec<Vec<String>>)],
+    sensitive: usize,
+    identifiers: &[usize],
+    node: &[u8],
+    eta: u64,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let table = NaiveTable {
+        rows: rows
+            .iter()
+            .map(|r| qis.iter().map(|(c, _)| r[*c].clone()).collect())
+            .collect(),
+        sens: rows.iter().map(|r| r[sensitive].clone()).collect(),
+        labels: rows.iter().map(|_| String::new()).collect(),
+        hierarchies: qis.iter().map(|(_, h)| h.clone()).collect(),
+    };
+    let result = evaluate(&table, node, eta);
+    let n = rows.len() as u64;
+    let keep: Vec<usize> = (0..names.len())
+        .filter(|c| !identifiers.contains(c))
+        .collect();
+    let header = keep.iter().map(|&c| names[c].clone()).collect();
+    let mut out = Vec::new();
+    for (r, row) in rows.iter().enumerate() {
+        // A suppressed tuple has p_equiv = N (SPEC §2).
+        if result.suppressed > 0 && result.p_equiv[r] == n {
+            continue;
+        }
+        out.push(
+            keep.iter()
+                .map(|&c| match qis.iter().position(|(q, _)| *q == c) {
+                    Some(d) => label(&qis[d].1, &row[c], node[d] as usize).to_string(),
+                    None => row[c].clone(),
+                })
+                .collect(),
+        );
+    }
+    (header, out)
+}

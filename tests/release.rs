@@ -26,7 +26,7 @@ fn adult_release_csv_and_parquet() {
         let released = summary["rows_released"].as_u64().unwrap();
         assert_eq!(released + summary["suppressed"].as_u64().unwrap(), 30162);
         // The file holds exactly the released rows; no temporary file is left behind.
-        let table = pbg::io::read_table(&out, b',').unwrap();
+        let table = pbg::io::read_table(&pbg::input::Input::Path(out.clone()), b',').unwrap();
         assert_eq!(table.num_rows() as u64, released);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

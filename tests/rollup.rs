@@ -92,7 +92,7 @@ fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
     };
     let profile = Profile {
         origin: "test".into(),
-        input: PathBuf::from("memory"),
+        input: pbg::input::Input::Path(PathBuf::from("memory")),
         delimiter: b',',
         qis: (0..q)
             .map(|d| QiSpec {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pbg::policy::{Policy, PolicyText, pick};
-use pbg::release::anonymize_stream;
+use pbg::release::anonymize;
 
 use super::profile_args::ProfileArgs;
 
@@ -84,7 +84,7 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
         (None, Some(r)) => pbg::policy::Requirement::parse_list(r)?,
         _ => Vec::new(),
     };
-    let summary = anonymize_stream(
+    let summary = anonymize(
         &profile,
         &|ev| match (&policy, &node_text) {
             (Some(p), _) => {

@@ -51,7 +51,7 @@ pub fn run(a: CorrelateArgs) -> anyhow::Result<()> {
         .map(Profile::from_toml_file)
         .transpose()?;
     let (input, mut delimiter, mut columns) = match (&profile, &a.input) {
-        (_, Some(i)) => (i.clone(), b',', Vec::new()),
+        (_, Some(i)) => (pbg::input::Input::Path(i.clone()), b',', Vec::new()),
         (Some(p), None) => {
             let mut cols: Vec<String> = p.qis.iter().map(|q| q.name.clone()).collect();
             cols.push(p.sensitive.clone());

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use pbg::hierarchy::HierarchySpec;
+use pbg::input::Input;
 use pbg::profile::{QiSpec, parse_delimiter};
 use pbg::{Dataset, Evaluator, PbgError, Profile, SuppressionLimit};
 
@@ -17,7 +18,8 @@ pub struct ProfileArgs {
     /// TOML profile.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Input table, CSV (header row) or Parquet.
+    /// Input: a CSV (header row) or Parquet file, a directory of them (hive partitions
+    /// included) or a glob such as `lake/*.parquet`.
     #[arg(long, value_name = "PATH")]
     input: Option<PathBuf>,
     /// CSV delimiter (one character, or `tab`).
@@ -75,7 +77,7 @@ impl ProfileArgs {
             Some(p) => p,
             None => Profile {
                 origin: FLAGS.into(),
-                input: self.input.clone().ok_or_else(|| {
+                input: self.input.clone().map(Input::Path).ok_or_else(|| {
                     PbgError::profile(
                         FLAGS,
                         "no profile: give PROFILE, --config FILE or --input PATH",
@@ -92,7 +94,7 @@ impl ProfileArgs {
             },
         };
         if let Some(i) = &self.input {
-            profile.input = i.clone();
+            profile.input = Input::Path(i.clone());
         }
         if let Some(d) = &self.delimiter {
             profile.delimiter = parse_delimiter(d)?;
@@ -129,6 +131,6 @@ impl ProfileArgs {
     /// the distinct combinations, not the rows (every index is the same as from the rows).
     pub fn statistics_evaluator(&self) -> Result<Evaluator, PbgError> {
         let profile = self.profile()?;
-        Evaluator::new(Arc::new(Dataset::load_statistics(&profile)?.0))
+        Evaluator::new(Arc::new(Dataset::load_statistics(&profile)?))
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use arrow::record_batch::RecordBatch;
 use clap::{Args, ValueEnum};
-use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
+use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::DFParser;
 
 use super::profile_args::ProfileArgs;
@@ -86,31 +86,23 @@ async fn run_sql(ctx: &SessionContext, sql: &str, format: Format) -> anyhow::Res
     Ok(())
 }
 
-/// Registers the pbg functions and the profile (if any) on a new context.
+/// Registers the pbg functions and the profile (if any) on a new context: the profile's input
+/// becomes a table named after its file stem (or `--table`), and the profile is declared under the
+/// same name.
 async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
     let ctx = SessionContext::new();
     let registry = pbg::sql::register(&ctx);
     if a.profile.given() {
         let profile = a.profile.profile()?;
-        let name = match &a.table {
-            Some(t) => t.clone(),
-            None => profile
-                .input
-                .file_stem()
-                .map(|s| s.to_string_lossy().replace('-', "_"))
-                .context("the input path names no file")?,
-        };
-        let path = profile.input.to_string_lossy().into_owned();
-        if pbg::io::OutputFormat::from_path(&profile.input) == pbg::io::OutputFormat::Parquet {
-            ctx.register_parquet(&name, &path, ParquetReadOptions::default())
-                .await?;
-        } else {
-            let options = CsvReadOptions::new()
-                .has_header(true)
-                .delimiter(profile.delimiter);
-            ctx.register_csv(&name, &path, options).await?;
+        let name = a
+            .table
+            .clone()
+            .unwrap_or_else(|| profile.input.table_name());
+        if let pbg::input::Input::Path(_) = &profile.input {
+            let df = pbg::input::open(&ctx, &profile.input, profile.delimiter).await?;
+            ctx.register_table(name.as_str(), df.into_view())?;
         }
-        registry.add_loaded(&name, &profile)?;
+        registry.declare(&name, profile)?;
     }
     Ok(ctx)
 }

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use pbg::input::block_on;
 use pbg::policy::Requirement;
-use pbg::release::{check_release, confirm};
+use pbg::release::verify_release;
 use pbg::{Dataset, Evaluator};
 
 use super::anonymize::PolicyArgs;
@@ -19,7 +20,7 @@ use super::profile_args::ProfileArgs;
 pub struct VerifyArgs {
     #[command(flatten)]
     profile: ProfileArgs,
-    /// The release to check (.csv with a comma delimiter, or .parquet).
+    /// The release to check: a file or a directory of files (.csv with a comma delimiter, or .parquet).
     #[arg(long, value_name = "FILE")]
     release: PathBuf,
     #[command(flatten)]
@@ -33,11 +34,10 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         Some(r) => Requirement::parse_list(r)?,
         None => Vec::new(),
     };
-    let (dataset, _) = Dataset::load_statistics(&profile)?;
+    let dataset = Dataset::load_statistics(&profile)?;
     let ev = Evaluator::new(Arc::new(dataset))?;
-    let check = check_release(ev.dataset(), &a.release, b',', None)?;
-    let expected = ev.evaluate(&check.node)?;
-    confirm(&ev, &check, &expected, &a.release)?;
+    let ctx = pbg::input::new_context();
+    let (check, _) = block_on(verify_release(&ctx, &ev, &a.release, None))??;
     let mut results = Vec::new();
     let mut failed = Vec::new();
     for r in &require {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use crate::error::{PbgError, Result};
 
-pub use generalize::{generalize, generalized_type};
+pub use generalize::{generalize, generalize_with, generalized_type};
 pub use spec::HierarchySpec;
 
 /// One level of a hierarchy: the partition of the leaves it induces.

@@ -104,3 +104,80 @@ impl Drop for AtomicFile {
         }
     }
 }
+
+/// The absolute, symlink-free form of a path that may not exist yet (its parent must).
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(p) = path.canonicalize() {
+        return p;
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match (parent.canonicalize(), path.file_name()) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Refuses, before anything is read, an output that would replace or land inside an input: the
+/// same file (also through symlinks or `./`), a file inside an input directory, or a file a glob
+/// input would match.
+pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()> {
+    let Some(source) = input.path() else {
+        return Ok(());
+    };
+    let out = resolved(output);
+    let text = source.to_string_lossy();
+    let refuse = |why: &str| {
+        Err(PbgError::argument(
+            "output",
+            format!(
+                "{} {why} {}: pbg never writes over its input; choose another output path",
+                output.display(),
+                source.display()
+            ),
+        ))
+    };
+    if text.contains(['*', '?', '[']) {
+        // The directory before the first glob segment, resolved, then the pattern's segments.
+        let is_glob = |c: &std::path::Component<'_>| {
+            c.as_os_str().to_string_lossy().contains(['*', '?', '['])
+        };
+        let base: PathBuf = source.components().take_while(|c| !is_glob(c)).collect();
+        let rest: PathBuf = source.components().skip_while(|c| !is_glob(c)).collect();
+        let pattern = resolved(&base).join(rest);
+        let matches = glob_match(&pattern.to_string_lossy(), &out.to_string_lossy());
+        if matches {
+            return refuse("matches the input pattern");
+        }
+        return Ok(());
+    }
+    let src = resolved(source);
+    if out == src {
+        return refuse("is the input");
+    }
+    if src.is_dir() && out.starts_with(&src) {
+        return refuse("is inside the input directory");
+    }
+    Ok(())
+}
+
+/// A minimal glob match (`*` within a segment, `**` across, `?` one character).
+fn glob_match(pattern: &str, text: &str) -> bool {
+    fn go(p: &[u8], t: &[u8]) -> bool {
+        match (p.first(), t.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) if p.get(1) == Some(&b'*') => {
+                (0..=t.len()).any(|i| go(&p[2..], &t[i..]))
+            }
+            (Some(b'*'), _) => (0..=t.len())
+                .take_while(|&i| i == 0 || t[i - 1] != b'/')
+                .any(|i| go(&p[1..], &t[i..])),
+            (Some(b'?'), Some(&c)) if c != b'/' => go(&p[1..], &t[1..]),
+            (Some(&a), Some(&b)) if a == b => go(&p[1..], &t[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), text.as_bytes())
+}

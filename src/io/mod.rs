@@ -1,11 +1,9 @@
-//! Input and output: tables read with the arrow CSV and Parquet readers, releases written atomically.
+//! Files: whole tables read through the DataFusion plane, releases and reports written atomically.
 
 mod atomic;
 mod read;
-mod stream;
 mod write;
 
-pub use atomic::AtomicFile;
-pub use read::{Table, read_table};
-pub use stream::{Part, StreamInput, TextColumn, is_parquet, text_column};
+pub use atomic::{AtomicFile, refuse_overwrite};
+pub use read::{Table, column_index, read_table, read_table_in};
 pub use write::{OutputFormat, write_batches};

@@ -1,26 +1,21 @@
-//! Reads a CSV (header row, any delimiter) or Parquet file into Arrow record batches.
+//! Whole tables in memory (slicing, correlation, experiments), read through the DataFusion plane
+//! ([`crate::input`]) in file order: the same reader, the same text fidelity as every other pass.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use arrow::array::ArrayRef;
 use arrow::compute::concat;
-use arrow::csv::ReaderBuilder;
-use arrow::csv::reader::Format;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::{PbgError, Result};
+use crate::input::{self, Input, block_on, df_error};
 
-/// Rows per record batch when reading CSV.
-const BATCH_ROWS: usize = 64 * 1024;
-
-/// An input table: its file, schema and record batches.
+/// An input table: its source, schema and record batches.
 #[derive(Debug, Clone)]
 pub struct Table {
-    /// The file it was read from (named in every error).
+    /// The input it was read from (named in every error).
     pub path: PathBuf,
     /// The schema the reader chose.
     pub schema: SchemaRef,
@@ -55,108 +50,39 @@ impl Table {
     }
 }
 
-/// Index of column `name` in `schema` of the file `path`, or an error naming the file and listing
+/// Index of column `name` in `schema` of the input `path`, or an error naming it and listing
 /// the columns it has.
 pub fn column_index(path: &Path, schema: &SchemaRef, name: &str) -> Result<usize> {
-    schema.index_of(name).map_err(|_| PbgError::UnknownColumn {
-        path: path.to_path_buf(),
-        column: name.to_string(),
-        available: schema
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-    })
+    input::column_index(&Input::Path(path.to_path_buf()), schema, name)
 }
 
-/// Reads `path` as Parquet (by the `.parquet`/`.parq` extension) or CSV with the given delimiter.
-///
-/// CSV types are inferred from the whole file so that a late odd value cannot break the read.
-pub fn read_table(path: &Path, delimiter: u8) -> Result<Table> {
-    let table = if super::is_parquet(path) {
-        read_parquet(path)?
-    } else {
-        read_csv(path, delimiter)?
+/// Reads a whole input (a path or, in `ctx`, a registered table) in file order.
+pub async fn read_table_in(ctx: &SessionContext, source: &Input, delimiter: u8) -> Result<Table> {
+    let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
+        .with_target_partitions(1)
+        .with_repartition_file_scans(false);
+    let state = datafusion::execution::SessionStateBuilder::new_from_existing(ctx.state())
+        .with_config(config)
+        .build();
+    let ordered = SessionContext::new_with_state(state);
+    let df = input::open(&ordered, source, delimiter).await?;
+    let schema = df.schema().inner().clone();
+    let batches = df.collect().await.map_err(|e| df_error(source, e))?;
+    let table = Table {
+        path: source.as_path(),
+        schema,
+        batches,
     };
     if table.num_rows() == 0 {
         return Err(PbgError::EmptyTable {
-            path: path.to_path_buf(),
+            path: source.as_path(),
         });
     }
     Ok(table)
 }
 
-pub(super) fn format_err(path: &Path, e: impl std::fmt::Display) -> PbgError {
-    PbgError::Format {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
-}
-
-/// The schema of a CSV file (types inferred from the whole file, header row, `delimiter`).
-pub(super) fn csv_schema(path: &Path, delimiter: u8) -> Result<SchemaRef> {
-    let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
-    let (schema, _) = csv_format(delimiter)
-        .infer_schema(&mut file, None)
-        .map_err(|e| format_err(path, e))?;
-    if schema.fields().is_empty() {
-        return Err(PbgError::EmptyTable {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(Arc::new(schema))
-}
-
-fn csv_format(delimiter: u8) -> Format {
-    Format::default()
-        .with_header(true)
-        .with_delimiter(delimiter)
-}
-
-/// A reader of the CSV file's record batches, from its start, with a known schema.
-pub(super) fn csv_reader(
-    path: &Path,
-    schema: SchemaRef,
-    delimiter: u8,
-    batch_rows: usize,
-) -> Result<arrow::csv::Reader<File>> {
-    let file = File::open(path).map_err(|e| PbgError::io(path, e))?;
-    ReaderBuilder::new(schema)
-        .with_format(csv_format(delimiter))
-        .with_batch_size(batch_rows)
-        .build(file)
-        .map_err(|e| format_err(path, e))
-}
-
-fn read_csv(path: &Path, delimiter: u8) -> Result<Table> {
-    let schema = csv_schema(path, delimiter)?;
-    let reader = csv_reader(path, schema.clone(), delimiter, BATCH_ROWS)?;
-    let batches = reader
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| format_err(path, e))?;
-    Ok(Table {
-        path: path.to_path_buf(),
-        schema,
-        batches,
-    })
-}
-
-fn read_parquet(path: &Path) -> Result<Table> {
-    let file = File::open(path).map_err(|e| PbgError::io(path, e))?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| format_err(path, e))?;
-    let schema = builder.schema().clone();
-    let reader = builder
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| format_err(path, e))?;
-    let batches = reader
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| format_err(path, e))?;
-    Ok(Table {
-        path: path.to_path_buf(),
-        schema,
-        batches,
-    })
+/// Reads a whole input on a default session (see [`read_table_in`]).
+pub fn read_table(source: &Input, delimiter: u8) -> Result<Table> {
+    let ctx = input::new_context();
+    block_on(read_table_in(&ctx, source, delimiter))?
 }

@@ -22,6 +22,28 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// The format named by an output path's extension (`.csv`, `.parquet`, `.parq`); any other
+    /// extension is an error rather than a silent CSV.
+    pub fn of(path: &Path) -> Result<Self> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("parquet" | "parq") => Ok(OutputFormat::Parquet),
+            Some("csv") => Ok(OutputFormat::Csv),
+            other => Err(PbgError::argument(
+                "output",
+                format!(
+                    "{}: unknown output format{}; name the file .csv or .parquet",
+                    path.display(),
+                    other.map(|e| format!(" `.{e}`")).unwrap_or_default()
+                ),
+            )),
+        }
+    }
+
     /// Chooses the format from a file name's extension (`.parquet`/`.parq` → Parquet, else CSV).
     pub fn from_path(path: &Path) -> Self {
         match path

@@ -1,19 +1,21 @@
-//! Independent check of a written release: the file is streamed back and its classes, k, l and
-//! GLM are recomputed from the text labels alone (no engine codes, no roll-ups), every label is
-//! checked against its hierarchy level, and the row accounting is checked against the input.
+//! Independent check of a written release: the output is read back through DataFusion and its
+//! classes, k, l and GLM are recomputed from the text labels alone (no engine codes, no roll-ups),
+//! every label is checked against its hierarchy level, and the row accounting is checked against
+//! the input. One implementation serves the CLI, `pbg verify` and SQL `pbg_verify`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
-use crate::encode::Dataset;
+use crate::encode::{Combinations, CountColumn, Dataset};
 use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::indices::NodeIndices;
-use crate::io::StreamInput;
+use crate::input::{self, Input};
 use crate::lattice::Node;
-use crate::statistics::{CountColumn, count_tuples};
+use crate::statistics::count_combinations;
 
 /// What a release file holds, recomputed from its labels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,127 +43,144 @@ pub struct ReleaseCheck {
     pub cells: Vec<(Vec<u32>, String, u64)>,
 }
 
-/// Streams the release at `path` and recomputes its indices from the labels. With `node`, every
-/// label must belong to that node's level; without, the node is inferred. `dataset` supplies the
-/// hierarchies, the sensitive attribute's name and the input's row count.
-pub fn check_release(
+/// The columns a release of `dataset` must have: the input's, less its identifiers.
+fn check_columns(
     dataset: &Dataset,
-    path: &Path,
-    delimiter: u8,
-    node: Option<&[u8]>,
-) -> Result<ReleaseCheck> {
+    release: &Input,
+    schema: &arrow::datatypes::Schema,
+) -> Result<()> {
     let fail = |message: String| PbgError::Verification {
-        path: path.to_path_buf(),
+        path: release.as_path(),
         message,
     };
-    let input = StreamInput::open(path, delimiter)?;
-    let mut spec = Vec::new();
-    for q in &dataset.qis {
-        spec.push(CountColumn {
-            index: input.column_index(&q.name)?,
-            null_as: None,
-            null_hint: "a release holds no nulls in its QI columns".into(),
-        });
-    }
-    spec.push(CountColumn {
-        index: input.column_index(&dataset.sensitive.name)?,
-        null_as: None,
-        null_hint: "the sensitive attribute must not be null".into(),
-    });
-    let counts = count_tuples(&input, &spec)?;
-    if counts.rows > dataset.num_tuples() {
+    let identifiers: Vec<&str> = dataset
+        .identifiers
+        .iter()
+        .map(|&i| dataset.schema.field(i).name().as_str())
+        .collect();
+    let expected: Vec<&str> = dataset
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| !identifiers.contains(n))
+        .collect();
+    let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    if let Some(id) = have.iter().find(|n| identifiers.contains(n)) {
         return Err(fail(format!(
-            "row accounting: {} released rows but the input has only {}",
-            counts.rows,
-            dataset.num_tuples()
+            "it carries the identifier column `{id}`, which a release must drop"
         )));
     }
-    if counts.rows == 0 {
-        return Err(fail("the release has no rows".into()));
+    if let Some(extra) = have.iter().find(|n| !expected.contains(n)) {
+        return Err(fail(format!(
+            "column `{extra}` is not a column of the input ({})",
+            expected.join(", ")
+        )));
     }
-    // Per QI: the level, and the loss of each label id.
-    let mut levels = Vec::with_capacity(dataset.qis.len());
-    let mut loss_of_id: Vec<Vec<f64>> = Vec::with_capacity(dataset.qis.len());
-    let mut group_of_id: Vec<Vec<u32>> = Vec::with_capacity(dataset.qis.len());
+    if let Some(missing) = expected.iter().find(|n| !have.contains(n)) {
+        return Err(fail(format!("column `{missing}` of the input is missing")));
+    }
+    Ok(())
+}
+
+/// Per QI, the levels whose labels include every value seen (the given level only, when given).
+fn candidate_levels(
+    dataset: &Dataset,
+    seen: &[crate::encode::ColumnValues],
+    node: Option<&[u8]>,
+    fail: &dyn Fn(String) -> PbgError,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(dataset.qis.len());
     for (d, q) in dataset.qis.iter().enumerate() {
-        let seen = &counts.columns[d];
         let h = &q.hierarchy;
-        let level = match node {
-            Some(n) => n[d],
-            None => (0..=h.height())
-                .find(|&l| {
-                    let labels: std::collections::HashSet<&str> =
-                        h.level(l).labels.iter().map(String::as_str).collect();
-                    seen.values.iter().all(|v| labels.contains(v.as_str()))
-                })
-                .ok_or_else(|| {
-                    fail(format!(
+        let fits = |l: u8| {
+            let labels: HashSet<&str> = h.level(l).labels.iter().map(String::as_str).collect();
+            seen[d].values.iter().find(|v| !labels.contains(v.as_str()))
+        };
+        match node {
+            Some(n) => {
+                if let Some(v) = fits(n[d]) {
+                    return Err(fail(format!(
+                        "column `{}`: `{v}` is not a label of level {} of its hierarchy (finer or foreign value)",
+                        q.name, n[d]
+                    )));
+                }
+                out.push(vec![n[d]]);
+            }
+            None => {
+                let levels: Vec<u8> = (0..=h.height()).filter(|&l| fits(l).is_none()).collect();
+                if levels.is_empty() {
+                    return Err(fail(format!(
                         "column `{}` mixes levels or holds values that are no label of its hierarchy: no level has all of its {} distinct values",
                         q.name,
-                        seen.values.len()
-                    ))
-                })?,
-        };
-        let index: HashMap<&str, usize> = h
-            .level(level)
+                        seen[d].values.len()
+                    )));
+                }
+                out.push(levels);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The recomputed indices of a release whose QI values are labels at `levels`.
+fn check_at(dataset: &Dataset, counts: &Combinations, levels: &[u8]) -> ReleaseCheck {
+    let q = dataset.qis.len();
+    let mut loss_of_id: Vec<Vec<f64>> = Vec::with_capacity(q);
+    let mut group_of_id: Vec<Vec<u32>> = Vec::with_capacity(q);
+    for (d, qi) in dataset.qis.iter().enumerate() {
+        let level = qi.hierarchy.level(levels[d]);
+        let index: HashMap<&str, usize> = level
             .labels
             .iter()
             .enumerate()
             .map(|(g, s)| (s.as_str(), g))
             .collect();
-        let mut losses = Vec::with_capacity(seen.values.len());
-        let mut groups = Vec::with_capacity(seen.values.len());
-        for (v, &row) in seen.values.iter().zip(&seen.first_row) {
-            match index.get(v.as_str()) {
-                Some(&g) => {
-                    losses.push(h.level(level).loss[g]);
-                    groups.push(g as u32);
-                }
-                None => {
-                    return Err(fail(format!(
-                        "column `{}` row {}: `{v}` is not a label of level {level} of its hierarchy (finer or foreign value)",
-                        q.name,
-                        row + 1
-                    )));
-                }
-            }
+        let mut losses = Vec::new();
+        let mut groups = Vec::new();
+        for v in &counts.columns[d].values {
+            let g = index[v.as_str()];
+            losses.push(level.loss[g]);
+            groups.push(g as u32);
         }
-        levels.push(level);
         loss_of_id.push(losses);
         group_of_id.push(groups);
     }
     // Classes: combinations of QI labels, with their sensitive histograms.
-    let q = dataset.qis.len();
-    let mut classes: HashMap<&[u32], HashMap<u32, u64>> = HashMap::new();
+    let mut classes: HashMap<Vec<u32>, HashMap<u32, u64>> = HashMap::new();
     let mut glm = 0.0;
-    for (ids, count) in &counts.combos {
-        *classes
-            .entry(&ids[..q])
-            .or_default()
-            .entry(ids[q])
-            .or_default() += count;
-        let loss: f64 = ids[..q]
-            .iter()
-            .zip(&loss_of_id)
-            .map(|(&id, l)| l[id as usize])
+    let mut cells: Vec<(Vec<u32>, String, u64)> = Vec::with_capacity(counts.len());
+    for item in 0..counts.len() {
+        let count = counts.weight(item);
+        let groups: Vec<u32> = (0..q)
+            .map(|d| group_of_id[d][counts.ids[d][item] as usize])
+            .collect();
+        let loss: f64 = (0..q)
+            .map(|d| loss_of_id[d][counts.ids[d][item] as usize])
             .sum();
-        glm += *count as f64 * loss;
+        glm += count as f64 * loss;
+        let sens = counts.ids[q][item];
+        *classes
+            .entry(groups.clone())
+            .or_default()
+            .entry(sens)
+            .or_default() += count;
+        cells.push((
+            groups,
+            counts.columns[q].values[sens as usize].clone(),
+            count,
+        ));
     }
-    let sens_text = &counts.columns[q].values;
-    let mut cells: Vec<(Vec<u32>, String, u64)> = counts
-        .combos
-        .iter()
-        .map(|(ids, count)| {
-            let groups = ids[..q]
-                .iter()
-                .zip(&group_of_id)
-                .map(|(&id, g)| g[id as usize])
-                .collect();
-            (groups, sens_text[ids[q] as usize].clone(), *count)
-        })
-        .collect();
+    // Cells of equal labels (a label reached from two spellings) add up.
     cells.sort();
-    let suppressed = dataset.num_tuples() - counts.rows;
+    let mut merged: Vec<(Vec<u32>, String, u64)> = Vec::with_capacity(cells.len());
+    for c in cells {
+        match merged.last_mut() {
+            Some(last) if last.0 == c.0 && last.1 == c.1 => last.2 += c.2,
+            _ => merged.push(c),
+        }
+    }
+    let suppressed = dataset.num_tuples().saturating_sub(counts.tuples);
     glm += suppressed as f64 * q as f64;
     let mut k = u64::MAX;
     let mut l_distinct = u64::MAX;
@@ -182,9 +201,9 @@ pub fn check_release(
         min_entropy = min_entropy.min(if hist.len() == 1 { 0.0 } else { entropy });
         l_probabilistic = l_probabilistic.min(size as f64 / most as f64);
     }
-    Ok(ReleaseCheck {
-        node: levels,
-        rows: counts.rows,
+    ReleaseCheck {
+        node: levels.to_vec(),
+        rows: counts.tuples,
         suppressed,
         classes: classes.len() as u64,
         k,
@@ -192,8 +211,90 @@ pub fn check_release(
         l_entropy: min_entropy.exp(),
         l_probabilistic,
         glm,
-        cells,
-    })
+        cells: merged,
+    }
+}
+
+/// The one verifier. Re-reads a written release — a file or a directory of files (partitioned
+/// output included), CSV read as text — through DataFusion, checks its columns (the input's less
+/// the identifiers), recomputes classes, k, l, entropy l and GLM from its labels alone (no engine
+/// codes, no roll-ups), and confirms they are exactly those of the input's release at the node
+/// (given, or inferred from the labels), class by class and sensitive value by value. Returns the
+/// check and the engine's indices of that node.
+pub async fn verify_release(
+    ctx: &SessionContext,
+    ev: &Evaluator,
+    release: &Path,
+    node: Option<&[u8]>,
+) -> Result<(ReleaseCheck, NodeIndices)> {
+    let dataset = ev.dataset();
+    let source = Input::Path(release.to_path_buf());
+    let fail = |message: String| PbgError::Verification {
+        path: release.to_path_buf(),
+        message,
+    };
+    let df = input::open(ctx, &source, b',').await?;
+    check_columns(dataset, &source, df.schema().as_arrow())?;
+    let mut spec: Vec<CountColumn> = dataset
+        .qis
+        .iter()
+        .map(|q| CountColumn {
+            name: q.name.clone(),
+            null_as: None,
+            null_hint: "a release holds no nulls in its QI columns".into(),
+        })
+        .collect();
+    spec.push(CountColumn {
+        name: dataset.sensitive.name.clone(),
+        null_as: None,
+        null_hint: "the sensitive attribute must not be null".into(),
+    });
+    let counts = match count_combinations(df, &source, &spec).await {
+        Ok(c) => c,
+        Err(PbgError::NullValue { column, .. }) => {
+            return Err(fail(format!("column `{column}` holds a null")));
+        }
+        Err(e) => return Err(e),
+    };
+    if counts.tuples > dataset.num_tuples() {
+        return Err(fail(format!(
+            "row accounting: {} released rows but the input has only {}",
+            counts.tuples,
+            dataset.num_tuples()
+        )));
+    }
+    if counts.tuples == 0 {
+        return Err(fail("the release has no rows".into()));
+    }
+    let candidates = candidate_levels(dataset, &counts.columns, node, &fail)?;
+    // Every combination of candidate levels (one unless a label repeats across levels, as `*`
+    // may); the first the input's release confirms wins.
+    let mut nodes: Vec<Vec<u8>> = vec![Vec::new()];
+    for levels in &candidates {
+        nodes = nodes
+            .into_iter()
+            .flat_map(|n| {
+                levels.iter().map(move |&l| {
+                    let mut m = n.clone();
+                    m.push(l);
+                    m
+                })
+            })
+            .take(256)
+            .collect();
+    }
+    let mut first_error = None;
+    for n in &nodes {
+        let check = check_at(dataset, &counts, n);
+        let expected = ev.evaluate(n)?;
+        match confirm(ev, &check, &expected, release) {
+            Ok(()) => return Ok((check, expected)),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| fail("no node fits the labels".into())))
 }
 
 /// Fails unless a release's recomputed indices are those the engine computed for its node, and

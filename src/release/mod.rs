@@ -1,29 +1,47 @@
 //! The release of a node: QIs replaced by their generalized labels, identifiers dropped,
-//! suppressed rows removed, other columns kept; written atomically and verified from the file.
+//! suppressed rows removed, other columns kept byte for byte. Pass 1 (statistics) and pass 2 (the
+//! release plan) run in DataFusion; the written output is re-read and verified by the one verifier
+//! before a temporary file is renamed into place.
 
 mod check;
-mod stream;
+mod plan;
+mod udf;
 
-pub use check::{ReleaseCheck, check_release, confirm};
-pub use stream::{StreamSummary, StreamedRows, Timings, anonymize_stream, write_release_stream};
+pub use check::{ReleaseCheck, confirm, verify_release};
+pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
+pub use udf::{BoundGeneralize, KeepClasses};
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, StringArray, UInt32Array,
-};
-use arrow::compute::{cast, filter, take};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type};
-use arrow::record_batch::RecordBatch;
+use datafusion::common::config::CsvOptions;
+use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::prelude::{DataFrame, SessionContext};
 use serde::Serialize;
 
 use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::indices::NodeIndices;
-use crate::io::{AtomicFile, OutputFormat, read_table, write_batches};
+use crate::input::{self, block_on};
+use crate::io::{AtomicFile, OutputFormat, refuse_overwrite};
 use crate::lattice::Node;
+use crate::profile::Profile;
+
+/// Seconds spent in each phase of an anonymization.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Timings {
+    /// Pass 1: reading the input into class statistics.
+    pub statistics_s: f64,
+    /// Choosing the node.
+    pub choice_s: f64,
+    /// Pass 2: writing the release.
+    pub release_s: f64,
+    /// Re-reading and checking the release.
+    pub verify_s: f64,
+    /// All of it.
+    pub total_s: f64,
+}
 
 /// What `anonymize` reports.
 #[derive(Debug, Clone, Serialize)]
@@ -38,222 +56,106 @@ pub struct ReleaseSummary {
     pub rows_released: u64,
     /// Rows suppressed.
     pub suppressed: u64,
-    /// The node's indices (recomputed from the written file where marked verified).
+    /// The suppression threshold j: rows of classes of size ≤ j were suppressed.
+    pub threshold: u64,
+    /// The node's indices, from the statistics.
     pub indices: NodeIndices,
-    /// k, l and the class count recomputed from the written file agreed with the engine.
+    /// The release passed the independent check.
     pub verified: bool,
+    /// The indices recomputed from the written file.
+    pub check: ReleaseCheck,
+    /// Seconds per phase.
+    pub timings: Timings,
 }
 
-/// The schema of a release: the input's columns minus identifiers, QIs as generalized text labels.
-pub fn release_schema(ev: &Evaluator) -> SchemaRef {
-    let ds = ev.dataset();
-    let fields: Vec<Field> = ds
-        .table
-        .schema
-        .fields()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !ds.identifiers.contains(i))
-        .map(|(i, f)| match ds.qis.iter().any(|q| q.column == i) {
-            true => Field::new(f.name(), DataType::Utf8, false),
-            false => f.as_ref().clone(),
-        })
-        .collect();
-    Arc::new(Schema::new(fields))
-}
-
-/// Produces the release of `node` in chunks of at most `chunk_rows` input rows, passing each
-/// non-empty chunk to `emit` (which returns false to stop early). Returns the node's indices.
-pub fn release_chunks(
-    ev: &Evaluator,
-    node: &[u8],
-    chunk_rows: usize,
-    emit: &mut dyn FnMut(RecordBatch) -> Result<bool>,
-) -> Result<NodeIndices> {
-    let rows = ev.evaluate_rows(node)?;
-    let ds = ev.dataset();
-    let n = ds.num_rows();
-    let schema = release_schema(ev);
-    // Per output column: either a QI (its position in node order) or a pass-through column.
-    let mut sources: Vec<(Option<usize>, ArrayRef)> = Vec::new();
-    for i in 0..ds.table.schema.fields().len() {
-        if ds.identifiers.contains(&i) {
-            continue;
-        }
-        match ds.qis.iter().position(|q| q.column == i) {
-            Some(d) => sources.push((Some(d), Arc::new(ds.qis[d].codes.clone()))),
-            None => sources.push((None, ds.table.column(i)?)),
-        }
-    }
-    let groups: Vec<UInt32Array> = ds
-        .qis
-        .iter()
-        .enumerate()
-        .map(|(d, q)| UInt32Array::from(q.hierarchy.level(node[d]).group_of_leaf.clone()))
-        .collect();
-    let labels: Vec<ArrayRef> = ds
-        .qis
-        .iter()
-        .enumerate()
-        .map(|(d, q)| {
-            Arc::new(StringArray::from_iter_values(
-                q.hierarchy.level(node[d]).labels.iter(),
-            )) as ArrayRef
-        })
-        .collect();
-    let mut start = 0;
-    while start < n {
-        let len = chunk_rows.max(1).min(n - start);
-        let keep = BooleanArray::from_iter(
-            (start..start + len).map(|r| Some(!rows.suppressed.contains(r as u32))),
-        );
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(sources.len());
-        for (qi, array) in &sources {
-            let part = filter(&array.slice(start, len), &keep)?;
-            columns.push(match qi {
-                Some(d) => {
-                    let keys = take(&groups[*d], &part, None)?;
-                    let dict = DictionaryArray::<UInt32Type>::try_new(
-                        keys.as_primitive::<UInt32Type>().clone(),
-                        labels[*d].clone(),
-                    )?;
-                    cast(&dict, &DataType::Utf8)?
-                }
-                None => part,
-            });
-        }
-        let batch = RecordBatch::try_new(schema.clone(), columns)?;
-        if batch.num_rows() > 0 && !emit(batch)? {
-            break;
-        }
-        start += len;
-    }
-    Ok(rows.indices)
-}
-
-/// Builds the release of `node` as one record batch.
-pub fn release_batch(ev: &Evaluator, node: &[u8]) -> Result<(RecordBatch, NodeIndices)> {
-    let mut batches = Vec::new();
-    let indices = release_chunks(ev, node, usize::MAX, &mut |b| {
-        batches.push(b);
-        Ok(true)
-    })?;
-    let batch = match batches.pop() {
-        Some(b) => b,
-        None => RecordBatch::new_empty(release_schema(ev)),
+/// Writes a release plan to one file in `format` and syncs it to disk; returns the rows written.
+pub async fn write_frame(df: DataFrame, path: &Path, format: OutputFormat) -> Result<u64> {
+    let target = path.to_string_lossy().into_owned();
+    let options = DataFrameWriteOptions::new().with_single_file_output(true);
+    let fail = |e: datafusion::error::DataFusionError| PbgError::Format {
+        path: path.to_path_buf(),
+        message: format!("while writing: {e}"),
     };
-    Ok((batch, indices))
+    let batches = match format {
+        OutputFormat::Parquet => df.write_parquet(&target, options, None).await,
+        OutputFormat::Csv => {
+            let csv = CsvOptions::default().with_has_header(true);
+            df.write_csv(&target, options, Some(csv)).await
+        }
+    }
+    .map_err(fail)?;
+    let rows = batches
+        .iter()
+        .filter_map(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::UInt64Array>()
+                .map(|a| a.iter().flatten().sum::<u64>())
+        })
+        .sum();
+    let file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
+    file.sync_all().map_err(|e| PbgError::io(path, e))?;
+    Ok(rows)
 }
 
-/// Writes the release of `node` to `output` (CSV or Parquet by extension): to a temporary file,
-/// re-read and verified, then renamed into place.
-pub fn anonymize(ev: &Evaluator, node: &[u8], output: &Path) -> Result<ReleaseSummary> {
-    let (batch, indices) = release_batch(ev, node)?;
+/// The whole batch job: pass 1 into statistics, `choose` a node on them, pass 2 (the release plan)
+/// into a temporary file beside `output`, the independent check of that file, then the rename. A
+/// failure at any step (or a kill) leaves `output` as it was; an output that is (or is inside, or
+/// matches) the input is refused before anything is read.
+pub fn anonymize(
+    profile: &Profile,
+    choose: &dyn Fn(&Evaluator) -> Result<Node>,
+    output: &Path,
+) -> Result<ReleaseSummary> {
+    let start = Instant::now();
+    refuse_overwrite(output, &profile.input)?;
+    let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
-    write_batches(
-        file.temp_path(),
-        OutputFormat::from_path(output),
-        batch.schema(),
-        &[batch],
-    )?;
-    verify_release(ev, node, &indices, file.temp_path())?;
+    let ctx = input::new_context();
+    let dataset = block_on(crate::statistics::statistics_in(&ctx, profile))??;
+    let ev = Evaluator::new(Arc::new(dataset))?;
+    let t1 = Instant::now();
+    let node = choose(&ev)?;
+    let indices = ev.evaluate(&node)?;
+    let t2 = Instant::now();
+    let rows_out = block_on(write_release(&ctx, &ev, &node, file.temp_path(), format))??;
+    let t3 = Instant::now();
+    let (check, _) = block_on(verify_release(&ctx, &ev, file.temp_path(), Some(&node)))??;
     file.commit()?;
-    let rows_in = ev.dataset().num_rows() as u64;
+    let t4 = Instant::now();
+    let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
+    let rows_in = ev.dataset().num_tuples();
     Ok(ReleaseSummary {
         output: output.to_path_buf(),
-        node: node.to_vec(),
+        node,
         rows_in,
-        rows_released: rows_in - indices.suppressed,
+        rows_released: rows_out,
         suppressed: indices.suppressed,
+        threshold: indices.threshold,
         indices,
         verified: true,
+        check,
+        timings: Timings {
+            statistics_s: secs(start, t1),
+            choice_s: secs(t1, t2),
+            release_s: secs(t2, t3),
+            verify_s: secs(t3, t4),
+            total_s: secs(start, t4),
+        },
     })
 }
 
-/// Re-reads a written release and recomputes its classes, k and distinct l from the text labels
-/// alone (not the engine's codes); checks row accounting and that every QI label belongs to the
-/// node's level.
-pub fn verify_release(
+/// Pass 2: opens the input afresh in `ctx` and writes the release of `node` to `path`.
+pub async fn write_release(
+    ctx: &SessionContext,
     ev: &Evaluator,
     node: &[u8],
-    expected: &NodeIndices,
     path: &Path,
-) -> Result<()> {
-    let fail = |message: String| PbgError::Verification {
-        path: path.to_path_buf(),
-        message,
-    };
-    let ds = ev.dataset();
-    let table = match read_table(path, b',') {
-        Ok(t) => t,
-        Err(PbgError::EmptyTable { .. }) => return Err(fail("the release has no rows".into())),
-        Err(e) => return Err(e),
-    };
-    let rows = table.num_rows() as u64;
-    if rows + expected.suppressed != ds.num_rows() as u64 {
-        return Err(fail(format!(
-            "row accounting: {rows} released + {} suppressed != {} input rows",
-            expected.suppressed,
-            ds.num_rows()
-        )));
-    }
-    // Class = tuple of QI label codes (dictionary-encoded from the file's text).
-    let mut tuple_keys: Vec<Vec<u32>> = vec![Vec::with_capacity(ds.qis.len()); rows as usize];
-    for (d, q) in ds.qis.iter().enumerate() {
-        let col = cast(
-            &table.column(table.column_index(&q.name)?)?,
-            &DataType::Utf8,
-        )?;
-        let allowed: std::collections::HashSet<&str> = q
-            .hierarchy
-            .level(node[d])
-            .labels
-            .iter()
-            .map(String::as_str)
-            .collect();
-        let text = col.as_string::<i32>();
-        let mut codes: HashMap<&str, u32> = HashMap::new();
-        for (r, key) in tuple_keys.iter_mut().enumerate() {
-            let v = if text.is_null(r) { "" } else { text.value(r) };
-            if !allowed.contains(v) {
-                return Err(fail(format!(
-                    "column `{}` row {}: `{v}` is not a label of level {} of its hierarchy",
-                    q.name,
-                    r + 1,
-                    node[d]
-                )));
-            }
-            let next = codes.len() as u32;
-            key.push(*codes.entry(v).or_insert(next));
-        }
-    }
-    let sens = cast(
-        &table.column(table.column_index(&ds.sensitive.name)?)?,
-        &DataType::Utf8,
-    )?;
-    let sens = sens.as_string::<i32>();
-    let mut classes: HashMap<&[u32], HashMap<&str, u64>> = HashMap::new();
-    for (r, key) in tuple_keys.iter().enumerate() {
-        *classes
-            .entry(key.as_slice())
-            .or_default()
-            .entry(sens.value(r))
-            .or_default() += 1;
-    }
-    let k = classes
-        .values()
-        .map(|h| h.values().sum::<u64>())
-        .min()
-        .unwrap_or(0);
-    let l = classes.values().map(|h| h.len() as u64).min().unwrap_or(0);
-    if classes.len() as u64 != expected.classes || k != expected.k || l != expected.l_distinct {
-        return Err(fail(format!(
-            "recomputed from the file: {} classes, k = {k}, l = {l}; the engine said {} classes, k = {}, l = {}",
-            classes.len(),
-            expected.classes,
-            expected.k,
-            expected.l_distinct
-        )));
-    }
-    Ok(())
+    format: OutputFormat,
+) -> Result<u64> {
+    let source = ev.dataset().input();
+    let df = input::open(ctx, source, ev.dataset().profile.delimiter).await?;
+    same_columns(ev, &df)?;
+    let frame = release_frame(df, ev, node)?;
+    write_frame(frame, path, format).await
 }

@@ -4,7 +4,7 @@
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type, UInt32Type};
+use arrow::datatypes::{DataType, Float64Type};
 use serde::Serialize;
 
 use crate::error::{PbgError, Result};
@@ -104,9 +104,29 @@ pub fn categorical(name: &str, column: &ArrayRef, bins: usize) -> Result<Categor
             hint: "correlation needs every value: fill or drop those rows first".into(),
         });
     }
-    if column.data_type().is_numeric() && bins >= 1 {
+    // Text read from CSV is numeric when every value reads as a finite number.
+    let numbers: Option<Vec<f64>> = if column.data_type().is_numeric() {
         let values = cast(column, &DataType::Float64)?;
-        let values = values.as_primitive::<Float64Type>().values();
+        Some(values.as_primitive::<Float64Type>().values().to_vec())
+    } else {
+        let text = crate::encode::text_column(column)?;
+        let parsed: Option<Vec<f64>> = (0..text.values.len())
+            .map(|i| {
+                text.values
+                    .value(i)
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+            })
+            .collect();
+        parsed
+            .filter(|p| !p.is_empty())
+            .map(|p| text.keys.values().iter().map(|&k| p[k as usize]).collect())
+    };
+    if let Some(values) = numbers.as_deref()
+        && bins >= 1
+    {
         let mut sorted = values.to_vec();
         sorted.sort_by(|a, b| a.total_cmp(b));
         sorted.dedup();
@@ -126,15 +146,35 @@ pub fn categorical(name: &str, column: &ArrayRef, bins: usize) -> Result<Categor
             });
         }
     }
-    let dict = cast(
-        column,
-        &DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8)),
-    )?;
-    let dict = dict.as_dictionary::<UInt32Type>();
+    // Categories in text order, so that the sums do not depend on the order rows arrive in.
+    let text = crate::encode::text_column(column)?;
+    let mut order: Vec<u32> = (0..text.values.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        text.values
+            .value(a as usize)
+            .cmp(text.values.value(b as usize))
+    });
+    let mut rank = vec![0u32; order.len()];
+    let mut categories = 0u32;
+    for (i, &o) in order.iter().enumerate() {
+        if i > 0 && text.values.value(order[i - 1] as usize) != text.values.value(o as usize) {
+            categories += 1;
+        }
+        rank[o as usize] = categories;
+    }
     Ok(Categorical {
         name: name.to_string(),
-        codes: dict.keys().values().to_vec(),
-        categories: dict.values().len(),
+        codes: text
+            .keys
+            .values()
+            .iter()
+            .map(|&k| rank[k as usize])
+            .collect(),
+        categories: if order.is_empty() {
+            0
+        } else {
+            categories as usize + 1
+        },
     })
 }
 

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use arrow::array::{Array, ArrayRef};
 
+use crate::encode::text_column;
 use crate::error::{PbgError, Result};
-use crate::io::text_column;
 
 /// The id of the combination `key` in `ids`, added as the next id when new (no allocation when
 /// it is known).

@@ -11,8 +11,10 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, UInt64Type};
 use serde::Serialize;
 
+use crate::encode::text_column;
 use crate::error::{PbgError, Result};
-use crate::io::{Table, read_table, text_column};
+use crate::input::Input;
+use crate::io::{Table, read_table};
 
 use super::table::{SliceLayout, intern_combination};
 
@@ -50,7 +52,7 @@ struct Bucket {
 
 /// Reads the release at `path` and recomputes max p(t,s) for the tuples of `layout` (the input).
 pub fn check_slice_release(path: &Path, layout: &SliceLayout) -> Result<SliceCheck> {
-    check_slice_table(&read_table(path, b',')?, layout)
+    check_slice_table(&read_table(&Input::Path(path.to_path_buf()), b',')?, layout)
 }
 
 /// [`check_slice_release`] on a release already read (its `path` is named in errors).

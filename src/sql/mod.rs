@@ -5,8 +5,8 @@
 //! # async fn demo() -> datafusion::error::Result<()> {
 //! use datafusion::prelude::SessionContext;
 //! let ctx = SessionContext::new();
-//! let registry = pbg::sql::register(&ctx);
-//! registry.add_profile_file("adult", "datasets/adult/adult.toml".as_ref())?;
+//! pbg::sql::register(&ctx);
+//! ctx.sql("SELECT * FROM pbg_profile('adult', 'datasets/adult/adult.toml')").await?.collect().await?;
 //! ctx.sql("SELECT k, glm FROM pbg_evaluate('adult', '1,1,1,1,1,1,1,1')").await?.show().await?;
 //! # Ok(()) }
 //! ```
@@ -23,9 +23,11 @@ mod pbg_compare;
 mod pbg_correlation;
 mod pbg_evaluate;
 mod pbg_lattice;
+mod pbg_profile;
 mod pbg_search;
 mod pbg_slice;
 mod pbg_vectors;
+mod pbg_verify;
 mod recursive_cl;
 mod registry;
 mod table;
@@ -35,7 +37,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
-pub use registry::Registry;
+pub use registry::{Registry, context_of};
 
 /// Registers every pbg function on `ctx` and returns the registry that names profiles and
 /// hierarchies for them (add profiles to it before querying).
@@ -67,6 +69,14 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     ctx.register_udtf(
         "pbg_vectors",
         Arc::new(pbg_vectors::PbgVectorsFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_profile",
+        Arc::new(pbg_profile::PbgProfileFunc::new(registry.clone())),
+    );
+    ctx.register_udtf(
+        "pbg_verify",
+        Arc::new(pbg_verify::PbgVerifyFunc::new(registry.clone())),
     );
     ctx.register_udtf(
         "pbg_anonymize",

@@ -1,19 +1,27 @@
-//! `pbg_anonymize('profile', 'L1,L2,..')`: the release of a node as a table — QIs replaced by their
-//! labels, identifiers dropped, suppressed rows removed — streamed chunk by chunk. With COPY it is
-//! the ETL step.
+//! `pbg_anonymize('profile', 'L1,L2,..')` or `pbg_anonymize('profile', 'pick', 'k>=10,l>=3' [, 'glm'])`:
+//! the release of a node as a view — a logical plan over the profile's input that generalizes each
+//! QI, passes the other columns through, drops identifiers and filters out the suppressed classes.
+//! The class statistics are read (and, with `'pick'`, the node chosen: the feasible node that
+//! minimizes the given index, default `glm`) when the query is planned; the rows stream when it
+//! runs, so `COPY ... TO` writes a release of any size, partitioned or not. Check what was written
+//! with `pbg_verify`.
 //!
 //! ```sql
-//! COPY (SELECT * FROM pbg_anonymize('adult', '2,1,1,1,0,1,2,1')) TO 'adult-release.parquet';
+//! COPY (SELECT * FROM pbg_anonymize('adult', 'pick', 'k>=10,l>=3', 'glm'))
+//!   TO 'out/adult/' STORED AS PARQUET PARTITIONED BY (sex);
 //! ```
 
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::Result;
+use datafusion::common::{Result, plan_err};
+use datafusion::datasource::ViewTable;
 
-use super::registry::Registry;
-use super::table::{Producer, exec, lazy_table, profile_and_node};
-use crate::release::{release_chunks, release_schema};
+use super::registry::{Registry, context_of};
+use super::table::{arity, plan, string_arg};
+use crate::input::{self, block_on};
+use crate::policy::{Policy, PolicyText, pick};
+use crate::release::{release_plan, same_columns};
 
 const NAME: &str = "pbg_anonymize";
 
@@ -32,12 +40,50 @@ impl PbgAnonymizeFunc {
 
 impl TableFunctionImpl for PbgAnonymizeFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let (ev, node) = profile_and_node(&self.registry, NAME, args.exprs())?;
-        let schema = release_schema(&ev);
-        let produce: Arc<Producer> = Arc::new(move |size, sink| {
-            release_chunks(&ev, &node, size, &mut |b| Ok(sink(b))).map_err(|e| exec(NAME, e))?;
-            Ok(())
-        });
-        lazy_table(schema, produce)
+        let exprs = args.exprs();
+        arity(
+            NAME,
+            exprs,
+            2,
+            4,
+            "pbg_anonymize('profile', 'L1,L2,..') or pbg_anonymize('profile', 'pick', 'k>=10,l>=3' [, 'glm'])",
+        )?;
+        let name = string_arg(NAME, exprs, 0, "the profile")?;
+        let how = string_arg(NAME, exprs, 1, "the node (or 'pick')")?;
+        let profile = self.registry.declaration(NAME, &name)?;
+        let ev = self.registry.statistics(NAME, &name, args.session())?;
+        let node = if how.trim().eq_ignore_ascii_case("pick") {
+            let require = match exprs.len() {
+                2 => None,
+                _ => Some(string_arg(NAME, exprs, 2, "the requirements")?),
+            };
+            let minimize = match exprs.len() {
+                4 => string_arg(NAME, exprs, 3, "the index to minimize")?,
+                _ => "glm".to_string(),
+            };
+            let text = PolicyText {
+                comparator: Some("measure".into()),
+                require,
+                minimize: Some(minimize),
+                ..PolicyText::default()
+            };
+            let policy =
+                Policy::parse(&text, ev.dataset().class.is_some()).map_err(|e| plan(NAME, e))?;
+            pick(&ev, &policy).map_err(|e| plan(NAME, e))?.node
+        } else {
+            if exprs.len() > 2 {
+                return plan_err!(
+                    "{NAME}: requirements and an index go with 'pick' only, e.g. pbg_anonymize('{name}', 'pick', 'k>=10', 'glm')"
+                );
+            }
+            ev.parse_node(&how).map_err(|e| plan(NAME, e))?
+        };
+        let ctx = context_of(NAME, args.session())?;
+        let df = block_on(input::open(&ctx, &profile.input, profile.delimiter))
+            .map_err(|e| plan(NAME, e))?
+            .map_err(|e| plan(NAME, e))?;
+        same_columns(&ev, &df).map_err(|e| plan(NAME, e))?;
+        let view = release_plan(df, &ev, &node).map_err(|e| plan(NAME, e))?;
+        Ok(Arc::new(ViewTable::new(view, None)))
     }
 }

@@ -42,9 +42,11 @@ impl TableFunctionImpl for PbgCompareFunc {
             4,
             "pbg_compare('profile', 'A', 'B', 'equiv'|'sens'|'glm'|'cm')",
         )?;
-        let ev = self
-            .registry
-            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
+        let ev = self.registry.rows(
+            NAME,
+            &string_arg(NAME, exprs, 0, "the profile")?,
+            args.session(),
+        )?;
         let a = ev
             .parse_node(&string_arg(NAME, exprs, 1, "node A")?)
             .map_err(|e| plan(NAME, e))?;

@@ -32,7 +32,7 @@ impl PbgEvaluateFunc {
 
 impl TableFunctionImpl for PbgEvaluateFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let (ev, node) = profile_and_node(&self.registry, NAME, args.exprs())?;
+        let (ev, node) = profile_and_node(&self.registry, NAME, &args, false)?;
         let with_cm = ev.dataset().class.is_some();
         let schema = indices_schema(&ev.qi_names(), with_cm);
         let produce: Arc<Producer> = Arc::new(move |size, sink| {

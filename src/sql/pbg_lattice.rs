@@ -33,9 +33,11 @@ impl TableFunctionImpl for PbgLatticeFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let exprs = args.exprs();
         arity(NAME, exprs, 1, 1, "pbg_lattice('profile')")?;
-        let ev = self
-            .registry
-            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
+        let ev = self.registry.statistics(
+            NAME,
+            &string_arg(NAME, exprs, 0, "the profile")?,
+            args.session(),
+        )?;
         let with_cm = ev.dataset().class.is_some();
         let schema = indices_schema(&ev.qi_names(), with_cm);
         let produce: Arc<Producer> = Arc::new(move |size, sink| {

@@ -43,9 +43,11 @@ impl TableFunctionImpl for PbgSearchFunc {
             4,
             "pbg_search('profile', 'O1,O2,..', 'exhaustive'|'ea' [, seed])",
         )?;
-        let ev = self
-            .registry
-            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
+        let ev = self.registry.statistics(
+            NAME,
+            &string_arg(NAME, exprs, 0, "the profile")?,
+            args.session(),
+        )?;
         let objectives = Objective::parse_list(
             &string_arg(NAME, exprs, 1, "the objectives")?,
             ev.dataset().class.is_some(),

@@ -42,9 +42,9 @@ impl TableFunctionImpl for PbgSliceFunc {
             4,
             "pbg_slice('profile', l, 'mode' [, seed])",
         )?;
-        let ev = self
-            .registry
-            .profile(NAME, &string_arg(NAME, exprs, 0, "the profile")?)?;
+        let name = string_arg(NAME, exprs, 0, "the profile")?;
+        let profile = self.registry.declaration(NAME, &name)?;
+        let ctx = super::registry::context_of(NAME, args.session())?;
         let l = int_arg(NAME, exprs, 1, "l")?;
         if l < 1 {
             return plan_err!("{NAME}: l must be at least 1, got {l}");
@@ -68,9 +68,16 @@ impl TableFunctionImpl for PbgSliceFunc {
             generalize: None,
             diversity: crate::slicing::diversity::Diversity::Tuple,
         };
-        let ds = ev.dataset().clone();
-        // Slicing is planned here so that an infeasible l fails at planning with its reason.
-        let batch = slice_table(&ds.profile, &ds.table, &options).map_err(|e| plan(NAME, e))?;
+        // The rows are read now, and slicing is planned here so that an infeasible l fails at
+        // planning with its reason.
+        let table = crate::input::block_on(crate::io::read_table_in(
+            &ctx,
+            &profile.input,
+            profile.delimiter,
+        ))
+        .map_err(|e| plan(NAME, e))?
+        .map_err(|e| plan(NAME, e))?;
+        let batch = slice_table(&profile, &table, &options).map_err(|e| plan(NAME, e))?;
         let schema = batch.schema();
         let produce: Arc<Producer> = Arc::new(move |size, sink| {
             emit_sliced(&batch, size, sink);

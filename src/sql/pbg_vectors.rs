@@ -33,7 +33,7 @@ impl PbgVectorsFunc {
 
 impl TableFunctionImpl for PbgVectorsFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let (ev, node) = profile_and_node(&self.registry, NAME, args.exprs())?;
+        let (ev, node) = profile_and_node(&self.registry, NAME, &args, true)?;
         let with_cm = ev.dataset().class.is_some();
         let mut fields = vec![
             Field::new("row_id", DataType::UInt64, false),

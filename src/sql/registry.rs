@@ -1,54 +1,78 @@
-//! Profiles and hierarchies known to the SQL functions, by name.
+//! Profiles and hierarchies known to the SQL functions, by name. The registry holds declarations
+//! only: no row is read when a profile is declared. Each function call reads the profile's input
+//! afresh through the calling session (its tables, its memory pool), so a table that changed is
+//! seen as it is now.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
+use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, plan_err};
+use datafusion::execution::context::SessionState;
+use datafusion::prelude::SessionContext;
 
 use crate::encode::Dataset;
 use crate::evaluate::Evaluator;
 use crate::hierarchy::Hierarchy;
+use crate::input::block_on;
 use crate::profile::Profile;
 
-/// Named profiles (loaded and encoded once) and named hierarchies.
+/// Named profile declarations and named hierarchies.
 #[derive(Debug, Default)]
 pub struct Registry {
-    profiles: RwLock<HashMap<String, Arc<Evaluator>>>,
+    profiles: RwLock<HashMap<String, Profile>>,
     hierarchies: RwLock<HashMap<String, Arc<Hierarchy>>>,
 }
 
-fn external(e: crate::PbgError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
+/// The context of the session a function is called in (its catalogs, configuration and runtime).
+pub fn context_of(function: &str, session: &dyn Session) -> Result<SessionContext> {
+    match session.as_any().downcast_ref::<SessionState>() {
+        Some(state) => Ok(SessionContext::new_with_state(state.clone())),
+        None => plan_err!("{function}: needs a DataFusion SessionState to read its input"),
+    }
+}
+
+fn lock_error() -> DataFusionError {
+    DataFusionError::Internal("pbg registry lock poisoned".into())
 }
 
 impl Registry {
-    /// Adds a profile under `name`; its hierarchies become available to `generalize` under their QI
-    /// names and as `name.qi`.
-    pub fn add_profile(&self, name: &str, evaluator: Arc<Evaluator>) {
-        if let Ok(mut h) = self.hierarchies.write() {
-            for q in &evaluator.dataset().qis {
-                h.insert(q.name.clone(), q.hierarchy.clone());
-                h.insert(format!("{name}.{}", q.name), q.hierarchy.clone());
+    /// Declares (or replaces) profile `name`. Hierarchies that need no data (ARX files, inline
+    /// tables) are built now and become available to `generalize` as `name.qi` and `qi`; the
+    /// data-driven kinds are built from the data by each query that reads it.
+    pub fn declare(&self, name: &str, profile: Profile) -> Result<()> {
+        for q in &profile.qis {
+            if q.hierarchy.is_data_driven() {
+                continue;
             }
+            let h = q
+                .hierarchy
+                .build(&q.name, &[])
+                .map_err(|e| DataFusionError::Plan(format!("profile '{name}': {e}")))?;
+            self.add_qi_hierarchy(name, &q.name, Arc::new(h));
         }
-        if let Ok(mut p) = self.profiles.write() {
-            p.insert(name.to_string(), evaluator);
-        }
+        self.profiles
+            .write()
+            .map_err(|_| lock_error())?
+            .insert(name.to_string(), profile);
+        Ok(())
     }
 
-    /// Loads a TOML profile and adds it under `name`.
-    pub fn add_profile_file(&self, name: &str, path: &Path) -> Result<Arc<Evaluator>> {
-        let profile = Profile::from_toml_file(path).map_err(external)?;
-        self.add_loaded(name, &profile)
+    /// Declares a TOML profile file under `name` (nothing is read but the file and its
+    /// hierarchies).
+    pub fn add_profile_file(&self, name: &str, path: &Path) -> Result<Profile> {
+        let profile = Profile::from_toml_file(path)
+            .map_err(|e| DataFusionError::Plan(format!("profile '{name}': {e}")))?;
+        self.declare(name, profile.clone())?;
+        Ok(profile)
     }
 
-    /// Loads a profile's data and adds it under `name`.
-    pub fn add_loaded(&self, name: &str, profile: &Profile) -> Result<Arc<Evaluator>> {
-        let ds = Dataset::load(profile).map_err(external)?;
-        let ev = Arc::new(Evaluator::new(Arc::new(ds)).map_err(external)?);
-        self.add_profile(name, ev.clone());
-        Ok(ev)
+    fn add_qi_hierarchy(&self, profile: &str, qi: &str, h: Arc<Hierarchy>) {
+        if let Ok(mut map) = self.hierarchies.write() {
+            map.insert(qi.to_string(), h.clone());
+            map.insert(format!("{profile}.{qi}"), h);
+        }
     }
 
     /// Adds a hierarchy under `name`.
@@ -58,34 +82,80 @@ impl Registry {
         }
     }
 
-    /// The profile `name`, or a planning error listing the known ones.
-    pub fn profile(&self, function: &str, name: &str) -> Result<Arc<Evaluator>> {
-        let p = self
-            .profiles
-            .read()
-            .map_err(|_| DataFusionError::Internal("registry lock".into()))?;
+    /// The declaration of profile `name`, or a planning error listing the known ones.
+    pub fn declaration(&self, function: &str, name: &str) -> Result<Profile> {
+        let p = self.profiles.read().map_err(|_| lock_error())?;
         match p.get(name) {
-            Some(ev) => Ok(ev.clone()),
+            Some(profile) => Ok(profile.clone()),
             None => {
                 let mut known: Vec<&String> = p.keys().collect();
                 known.sort();
-                plan_err!("{function}: unknown profile '{name}' (registered: {known:?})")
+                plan_err!(
+                    "{function}: unknown profile '{name}' (declared: {known:?}); declare it with SELECT * FROM pbg_profile('{name}', '<profile TOML>')"
+                )
             }
         }
     }
 
+    fn dataset(
+        &self,
+        function: &str,
+        name: &str,
+        session: &dyn Session,
+        rows: bool,
+    ) -> Result<Arc<Evaluator>> {
+        let profile = self.declaration(function, name)?;
+        let ctx = context_of(function, session)?;
+        let read = async {
+            if rows {
+                crate::statistics::rows_in(&ctx, &profile).await
+            } else {
+                crate::statistics::statistics_in(&ctx, &profile).await
+            }
+        };
+        let wrap = |e: crate::PbgError| {
+            DataFusionError::Plan(format!("{function}: profile '{name}': {e}"))
+        };
+        let ds: Dataset = block_on(read).map_err(wrap)?.map_err(wrap)?;
+        for q in &ds.qis {
+            self.add_qi_hierarchy(name, &q.name, q.hierarchy.clone());
+        }
+        let ev = Evaluator::new(Arc::new(ds)).map_err(wrap)?;
+        Ok(Arc::new(ev))
+    }
+
+    /// Profile `name` read now through `session` into class statistics (every node index, no
+    /// per-tuple vectors), ready to evaluate.
+    pub fn statistics(
+        &self,
+        function: &str,
+        name: &str,
+        session: &dyn Session,
+    ) -> Result<Arc<Evaluator>> {
+        self.dataset(function, name, session, false)
+    }
+
+    /// Profile `name` read now through `session` row by row (per-tuple vectors need the rows).
+    pub fn rows(
+        &self,
+        function: &str,
+        name: &str,
+        session: &dyn Session,
+    ) -> Result<Arc<Evaluator>> {
+        self.dataset(function, name, session, true)
+    }
+
     /// The hierarchy `name`, or an error listing the known ones.
     pub fn hierarchy(&self, function: &str, name: &str) -> Result<Arc<Hierarchy>> {
-        let h = self
-            .hierarchies
-            .read()
-            .map_err(|_| DataFusionError::Internal("registry lock".into()))?;
+        let h = self.hierarchies.read().map_err(|_| lock_error())?;
         match h.get(name) {
             Some(x) => Ok(x.clone()),
             None => {
                 let mut known: Vec<&String> = h.keys().collect();
                 known.sort();
-                plan_err!("{function}: unknown hierarchy '{name}' (registered: {known:?})")
+                plan_err!(
+                    "{function}: unknown hierarchy '{name}' (registered: {known:?}; hierarchies built from the data appear once a pbg function has read their profile)"
+                )
             }
         }
     }

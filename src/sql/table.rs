@@ -89,12 +89,15 @@ pub(super) fn int_arg(function: &str, exprs: &[Expr], i: usize, what: &str) -> R
     }
 }
 
-/// The profile (argument 0) and node (argument 1) of a `fn('profile', 'L1,..')` call.
+/// The profile (argument 0, read now: statistics, or rows when `rows`) and node (argument 1) of
+/// a `fn('profile', 'L1,..')` call.
 pub(super) fn profile_and_node(
     registry: &super::Registry,
     function: &str,
-    exprs: &[Expr],
+    args: &datafusion::catalog::TableFunctionArgs,
+    rows: bool,
 ) -> Result<(Arc<crate::evaluate::Evaluator>, crate::lattice::Node)> {
+    let exprs = args.exprs();
     arity(
         function,
         exprs,
@@ -102,7 +105,12 @@ pub(super) fn profile_and_node(
         2,
         &format!("{function}('profile', 'L1,L2,..')"),
     )?;
-    let ev = registry.profile(function, &string_arg(function, exprs, 0, "the profile")?)?;
+    let name = string_arg(function, exprs, 0, "the profile")?;
+    let ev = if rows {
+        registry.rows(function, &name, args.session())?
+    } else {
+        registry.statistics(function, &name, args.session())?
+    };
     let node = ev
         .parse_node(&string_arg(function, exprs, 1, "the node")?)
         .map_err(|e| plan(function, e))?;

@@ -1,0 +1,113 @@
+//! Pass 2 is a DataFusion plan: the release of a node is a projection over the input table — one
+//! bound generalization per QI, the other columns passed through unchanged, identifiers dropped —
+//! and a filter removing the classes the suppression rule suppresses. The CLI writes this plan to a
+//! file; SQL returns it as a view, so `COPY ... TO` (partitioned or not) streams it.
+
+use std::collections::HashSet;
+
+use datafusion::logical_expr::{Expr, LogicalPlan};
+use datafusion::prelude::DataFrame;
+
+use super::udf::{BoundGeneralize, KeepClasses};
+use crate::error::{PbgError, Result};
+use crate::evaluate::Evaluator;
+use crate::input::{self, df_error};
+
+/// The class keys (engine layout) of the classes the suppression rule removes at `node`.
+pub fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result<HashSet<u64>> {
+    if threshold == 0 {
+        return Ok(HashSet::new());
+    }
+    let tables = ev.tables(node)?;
+    Ok(tables
+        .sens
+        .classes()
+        .filter(|c| c.size <= threshold)
+        .map(|c| c.key)
+        .collect())
+}
+
+/// The release of `node` over `df` (the profile's input, opened afresh): the plan, unexecuted.
+/// `ev` holds the statistics of that input.
+pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataFrame> {
+    let ds = ev.dataset();
+    let source = ds.input();
+    let indices = ev.evaluate(node)?;
+    let schema = df.schema().as_arrow().clone();
+    input::check_unique_columns(source, &schema)?;
+    let identifiers: Vec<&str> = ds
+        .identifiers
+        .iter()
+        .map(|&i| ds.schema.field(i).name().as_str())
+        .collect();
+    let mut exprs: Vec<Expr> = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let name = field.name().as_str();
+        if identifiers.contains(&name) {
+            continue;
+        }
+        match ds.qis.iter().position(|q| q.name == name) {
+            Some(d) => {
+                let q = &ds.qis[d];
+                let udf = BoundGeneralize::udf(
+                    q.hierarchy.clone(),
+                    node[d],
+                    ds.profile.qis[d].null_as.clone(),
+                );
+                exprs.push(udf.call(vec![input::column(name)]).alias(name));
+            }
+            None => exprs.push(input::column(name)),
+        }
+    }
+    for q in &ds.qis {
+        input::column_index(source, &schema, &q.name)?;
+    }
+    let df = df.select(exprs).map_err(|e| df_error(source, e))?;
+    let suppressed = suppressed_classes(ev, node, indices.threshold)?;
+    if suppressed.is_empty() {
+        return Ok(df);
+    }
+    let labels: Vec<&[String]> = ds
+        .qis
+        .iter()
+        .enumerate()
+        .map(|(d, q)| q.hierarchy.level(node[d]).labels.as_slice())
+        .collect();
+    let shifts = (0..ds.qis.len()).map(|d| ev.layout().shift(d)).collect();
+    let keep = KeepClasses::udf(labels, shifts, suppressed);
+    let args = ds.qis.iter().map(|q| input::column(&q.name)).collect();
+    df.filter(keep.call(args)).map_err(|e| df_error(source, e))
+}
+
+/// The release plan as a logical plan (what `pbg_anonymize` returns as a view).
+pub fn release_plan(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<LogicalPlan> {
+    Ok(release_frame(df, ev, node)?.into_unoptimized_plan())
+}
+
+/// Checks that the input still has the columns the statistics were read with.
+pub fn same_columns(ev: &Evaluator, df: &DataFrame) -> Result<()> {
+    let now: Vec<&str> = df
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    let then: Vec<&str> = ev
+        .dataset()
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    if now != then {
+        return Err(PbgError::Format {
+            path: ev.dataset().input().as_path(),
+            message: format!(
+                "the input's columns changed between the passes ({} then, {} now)",
+                then.join(", "),
+                now.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
