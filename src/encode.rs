@@ -368,7 +368,25 @@ impl Dataset {
     pub fn encode(profile: &Profile, schema: SchemaRef, combos: Combinations) -> Result<Self> {
         let source = &profile.input;
         for c in profile_columns(profile) {
-            input::column_index(source, &schema, &c.name)?;
+            let i = input::column_index(source, &schema, &c.name)?;
+            let t = schema.field(i).data_type();
+            if t.is_nested()
+                || matches!(
+                    t,
+                    DataType::Binary
+                        | DataType::LargeBinary
+                        | DataType::BinaryView
+                        | DataType::FixedSizeBinary(_)
+                )
+            {
+                return Err(PbgError::Format {
+                    path: source.as_path(),
+                    message: format!(
+                        "column `{}` is of type {t}: quasi-identifiers, the sensitive and the class attribute must be scalar text, numbers or dates",
+                        c.name
+                    ),
+                });
+            }
         }
         if combos.tuples == 0 {
             return Err(PbgError::EmptyTable {

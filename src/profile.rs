@@ -215,6 +215,12 @@ impl Profile {
             );
         }
         for (i, q) in self.qis.iter().enumerate() {
+            if q.null_as.as_deref().is_some_and(|v| v.is_empty()) {
+                return err(format!(
+                    "`null_as` of `{}` is empty: a CSV release could not tell its label from a null; give a value",
+                    q.name
+                ));
+            }
             if self.qis[..i].iter().any(|p| p.name == q.name) {
                 return err(format!("quasi-identifier `{}` is declared twice", q.name));
             }
@@ -249,6 +255,27 @@ impl Profile {
             return err(format!(
                 "`{c}` cannot be both the class attribute and an identifier"
             ));
+        }
+        Ok(())
+    }
+
+    /// Refuses an output path that would replace the input (or land inside it, or match its glob)
+    /// or one of the profile's hierarchy files, before anything is read.
+    pub fn protect(&self, output: &Path) -> Result<()> {
+        crate::io::refuse_overwrite(output, &self.input)?;
+        for q in &self.qis {
+            if let HierarchySpec::Arx { path } = &q.hierarchy {
+                crate::io::refuse_overwrite(output, &Input::Path(path.clone())).map_err(|_| {
+                    PbgError::argument(
+                        "output",
+                        format!(
+                            "{} is the hierarchy file of `{}`: pbg never writes over its inputs; choose another output path",
+                            output.display(),
+                            q.name
+                        ),
+                    )
+                })?;
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ mod common;
 mod golden;
 mod naive;
 mod release;
+mod reliability;
 mod rollup;
 mod search;
 mod slicing;

@@ -36,6 +36,9 @@ pub struct LatticeArgs {
 
 /// Runs `pbg lattice`.
 pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
+    if let Some(out) = &a.out {
+        a.profile.profile()?.protect(out)?;
+    }
     let ev = a.profile.statistics_evaluator()?;
     let bar = progress_bar(ev.lattice().size() as u64, "nodes");
     let all = ev.evaluate_lattice(&|| bar.inc(1))?;

@@ -112,6 +112,9 @@ pub fn result_json(r: &SearchResult) -> Value {
 
 /// Runs `pbg search`.
 pub fn run(a: SearchArgs) -> anyhow::Result<()> {
+    if let Some(plot) = &a.plot {
+        a.profile.profile()?.protect(plot)?;
+    }
     let ev = a.profile.statistics_evaluator()?;
     let objectives = Objective::parse_list(&a.objectives, ev.dataset().class.is_some())?;
     let epsilon = a

@@ -90,7 +90,7 @@ async fn run_sql(ctx: &SessionContext, sql: &str, format: Format) -> anyhow::Res
 /// becomes a table named after its file stem (or `--table`), and the profile is declared under the
 /// same name.
 async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
-    let ctx = SessionContext::new();
+    let ctx = pbg::input::new_context();
     let registry = pbg::sql::register(&ctx);
     if a.profile.given() {
         let profile = a.profile.profile()?;

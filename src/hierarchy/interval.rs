@@ -35,16 +35,37 @@ pub(super) fn build(
     if let Some(w) = widths.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
         return Err(err(format!("width {w} is not a positive number")));
     }
+    if !origin.is_finite() {
+        return Err(err(format!("origin {origin} is not a finite number")));
+    }
+    for (l, c) in cuts.iter().enumerate() {
+        if let Some(x) = c.iter().find(|x| !x.is_finite()) {
+            return Err(err(format!(
+                "cut point {x} of level {} is not a finite number",
+                l + 1
+            )));
+        }
+        if let Some(i) = (1..c.len()).find(|&i| c[i] <= c[i - 1]) {
+            return Err(err(format!(
+                "the cut points of level {} must increase: {} comes after {}",
+                l + 1,
+                num(c[i]),
+                num(c[i - 1])
+            )));
+        }
+    }
     let mut leaves: Vec<(f64, &str)> = Vec::with_capacity(values.len());
     for (text, row) in values {
         let v: f64 = text
             .trim()
-            .parse()
-            .map_err(|_| PbgError::ValueNotInHierarchy {
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| PbgError::ValueNotInHierarchy {
                 column: column.to_string(),
                 value: text.clone(),
                 row: *row,
-                source_name: "interval hierarchy: the value is not a number".into(),
+                source_name: "interval hierarchy: the value is not a finite number".into(),
             })?;
         leaves.push((v, text));
     }

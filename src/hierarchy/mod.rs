@@ -18,6 +18,9 @@ use crate::error::{PbgError, Result};
 pub use generalize::{generalize, generalize_with, generalized_type};
 pub use spec::HierarchySpec;
 
+/// The most levels a hierarchy may have (levels are stored in a byte: 0..=255).
+pub const MAX_LEVELS: usize = 256;
+
 /// One level of a hierarchy: the partition of the leaves it induces.
 #[derive(Debug, Clone)]
 pub struct Level {
@@ -71,6 +74,12 @@ impl Hierarchy {
         if width < 2 {
             return Err(err(format!(
                 "it has {width} level; a hierarchy needs at least 2 (the leaves and a top group such as *)"
+            )));
+        }
+        // Node levels are bytes: a hierarchy of more than 256 levels would be truncated.
+        if width > MAX_LEVELS {
+            return Err(err(format!(
+                "it has {width} levels; pbg supports at most {MAX_LEVELS} (leaves + 255 generalizations)"
             )));
         }
         let mut leaf_index = HashMap::with_capacity(rows.len());

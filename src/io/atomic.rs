@@ -140,15 +140,21 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
         ))
     };
     if text.contains(['*', '?', '[']) {
-        // The directory before the first glob segment, resolved, then the pattern's segments.
+        // DataFusion matches a glob's file names under the directory before its first glob
+        // segment, partition directories included: refuse any output there whose name matches.
         let is_glob = |c: &std::path::Component<'_>| {
             c.as_os_str().to_string_lossy().contains(['*', '?', '['])
         };
         let base: PathBuf = source.components().take_while(|c| !is_glob(c)).collect();
-        let rest: PathBuf = source.components().skip_while(|c| !is_glob(c)).collect();
-        let pattern = resolved(&base).join(rest);
-        let matches = glob_match(&pattern.to_string_lossy(), &out.to_string_lossy());
-        if matches {
+        let name_pattern = source
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if out.starts_with(resolved(&base)) && glob_match(&name_pattern, &name) {
             return refuse("matches the input pattern");
         }
         return Ok(());

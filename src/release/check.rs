@@ -9,6 +9,8 @@ use std::path::Path;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
+use super::fingerprint::fingerprint;
+use super::plan::{release_frame, same_columns};
 use crate::encode::{Combinations, CountColumn, Dataset};
 use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
@@ -288,13 +290,54 @@ pub async fn verify_release(
         let check = check_at(dataset, &counts, n);
         let expected = ev.evaluate(n)?;
         match confirm(ev, &check, &expected, release) {
-            Ok(()) => return Ok((check, expected)),
+            Ok(()) => {
+                same_rows(ctx, ev, &source, n).await?;
+                return Ok((check, expected));
+            }
             Err(e) => {
                 first_error.get_or_insert(e);
             }
         }
     }
     Err(first_error.unwrap_or_else(|| fail("no node fits the labels".into())))
+}
+
+/// The release holds exactly the rows of the input's release at `node` — every column, kept
+/// values byte for byte as text, each on its row — by fingerprints of both, whatever the order.
+async fn same_rows(
+    ctx: &SessionContext,
+    ev: &Evaluator,
+    release: &Input,
+    node: &[u8],
+) -> Result<()> {
+    let ds = ev.dataset();
+    let written = input::open(ctx, release, b',').await?;
+    let written = fingerprint(written, release).await?;
+    let df = input::open(ctx, ds.input(), ds.profile.delimiter).await?;
+    same_columns(ev, &df)?;
+    let expected = fingerprint(release_frame(df, ev, node)?, ds.input()).await?;
+    if written == expected {
+        return Ok(());
+    }
+    let columns = expected.differing_columns(&written);
+    Err(PbgError::Verification {
+        path: release.as_path(),
+        message: if columns.is_empty() {
+            format!(
+                "its rows differ from the input's release at node {node:?} ({} rows written, {} expected): values are on the wrong rows",
+                written.rows, expected.rows
+            )
+        } else {
+            format!(
+                "the values of column(s) {} differ from the input's release at node {node:?} (kept values must be released byte for byte)",
+                columns
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    })
 }
 
 /// Fails unless a release's recomputed indices are those the engine computed for its node, and

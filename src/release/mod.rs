@@ -4,10 +4,12 @@
 //! before a temporary file is renamed into place.
 
 mod check;
+mod fingerprint;
 mod plan;
 mod udf;
 
 pub use check::{ReleaseCheck, confirm, verify_release};
+pub use fingerprint::{Fingerprint, fingerprint};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use udf::{BoundGeneralize, KeepClasses};
 
@@ -24,7 +26,7 @@ use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::indices::NodeIndices;
 use crate::input::{self, block_on};
-use crate::io::{AtomicFile, OutputFormat, refuse_overwrite};
+use crate::io::{AtomicFile, OutputFormat};
 use crate::lattice::Node;
 use crate::profile::Profile;
 
@@ -108,11 +110,25 @@ pub fn anonymize(
     output: &Path,
 ) -> Result<ReleaseSummary> {
     let start = Instant::now();
-    refuse_overwrite(output, &profile.input)?;
+    profile.protect(output)?;
     let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
     let ctx = input::new_context();
     let dataset = block_on(crate::statistics::statistics_in(&ctx, profile))??;
+    if format == OutputFormat::Csv {
+        for (i, f) in dataset.schema.fields().iter().enumerate() {
+            if f.data_type().is_nested() && !dataset.identifiers.contains(&i) {
+                return Err(PbgError::argument(
+                    "output",
+                    format!(
+                        "column `{}` is of type {}, which a CSV release cannot hold: write .parquet, or drop it as an identifier",
+                        f.name(),
+                        f.data_type()
+                    ),
+                ));
+            }
+        }
+    }
     let ev = Evaluator::new(Arc::new(dataset))?;
     let t1 = Instant::now();
     let node = choose(&ev)?;

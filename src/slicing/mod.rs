@@ -261,6 +261,7 @@ pub fn slice_table(
 /// (p(t,s) ≤ 1/l for every input tuple; the input's entries, column by column), then renamed.
 pub fn slice(profile: &Profile, options: &SliceOptions, output: &Path) -> Result<SliceSummary> {
     let start = Instant::now();
+    profile.protect(output)?;
     let file = AtomicFile::new(output)?;
     let table = read_table(&profile.input, profile.delimiter)?;
     let attributes = slice_attributes(profile, &table, options.generalize.as_deref())?;

@@ -102,10 +102,16 @@ impl SliceAttribute {
             .collect();
         // Order the distinct values: numerically for numeric columns, else as text.
         let mut order: Vec<u32> = (0..first.len() as u32).collect();
-        if column.data_type().is_numeric() {
+        // Text read from CSV orders numerically when every value reads as a finite number.
+        let numeric = column.data_type().is_numeric()
+            || (!first.is_empty()
+                && first
+                    .iter()
+                    .all(|t| t.trim().parse::<f64>().is_ok_and(f64::is_finite)));
+        if numeric {
             let value: Vec<f64> = first
                 .iter()
-                .map(|t| t.parse::<f64>().unwrap_or(f64::NAN))
+                .map(|t| t.trim().parse::<f64>().unwrap_or(f64::NAN))
                 .collect();
             order.sort_by(|&a, &b| value[a as usize].total_cmp(&value[b as usize]));
         } else {

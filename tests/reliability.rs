@@ -1,0 +1,729 @@
+//! Regression tests for the reliability defects found by trying to break pbg: no silent wrong
+//! release (raw QIs, rewritten values, accepted bad releases), no lost input, no panic, messages
+//! that name the real cause. Every case runs through the binary.
+
+use std::fs;
+use std::path::Path;
+
+use crate::common::{pbg, pbg_json};
+
+/// Runs pbg, expects failure without a panic, and returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = pbg(args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !out.status.success(),
+        "pbg {args:?} should fail; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!err.contains("panicked"), "pbg {args:?} panicked: {err}");
+    assert!(err.starts_with("pbg: error: "), "one clear message: {err}");
+    err
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// A profile over `data` with a masked `zip` QI, sensitive `disease`, identifier `id` when
+/// `with_id`, extra TOML appended.
+fn profile(dir: &Path, data: &str, with_id: bool, extra: &str) -> String {
+    let ids = if with_id {
+        "identifiers = [\"id\"]\n"
+    } else {
+        ""
+    };
+    write(
+        dir,
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n{ids}\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\", steps = 2 }}\n{extra}"
+        ),
+    )
+}
+
+#[test]
+fn duplicate_column_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,age,disease,zip\n13053,28,flu,13053\n13068,29,flu,13068\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let out = dir.path().join("r.csv");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("`zip` appears twice"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn kept_and_quasi_identifier_values_are_released_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "id,zip,phone,price,amount,disease\n\
+         1,01302,0612000000,12.50,1e3,flu\n\
+         2,01302,0612000001,7.00,2E3,cold\n\
+         3,01309,0033,0.10,-0,flu\n\
+         4,01309,+33,1.0,00,cold\n",
+    );
+    let p = profile(dir.path(), &data, true, "");
+    for ext in ["csv", "parquet"] {
+        let out = dir.path().join(format!("r.{ext}"));
+        let report = pbg_json(&[
+            "anonymize",
+            &p,
+            "--node",
+            "1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(report["verified"], true);
+        let back = dir.path().join(format!("back-{ext}.csv"));
+        // Read the release back as text with pbg's own SQL (Parquet) or as the file (CSV).
+        let text = if ext == "csv" {
+            fs::read_to_string(&out).unwrap()
+        } else {
+            let o = pbg(&[
+                "sql",
+                "-c",
+                &format!(
+                    "CREATE EXTERNAL TABLE r STORED AS PARQUET LOCATION '{}'; \
+                     COPY (SELECT * FROM r) TO '{}' STORED AS CSV",
+                    out.display(),
+                    back.display()
+                ),
+            ]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            fs::read_to_string(&back).unwrap()
+        };
+        let mut lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.remove(0), "zip,phone,price,amount,disease");
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                "0130*,+33,1.0,00,cold",
+                "0130*,0033,0.10,-0,flu",
+                "0130*,0612000000,12.50,1e3,flu",
+                "0130*,0612000001,7.00,2E3,cold",
+            ],
+            "{ext}"
+        );
+    }
+}
+
+#[test]
+fn csv_releases_of_text_codes_pass_their_own_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "code,disease\n2111,flu\n2112,cold\n000,flu\n001,cold\n",
+    );
+    let h = write(
+        dir.path(),
+        "h.csv",
+        "2111;211*;*\n2112;211*;*\n000;00*;*\n001;00*;*\n",
+    );
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"code\"\nhierarchy = \"{h}\"\n"
+        ),
+    );
+    for node in ["0", "1"] {
+        let out = dir.path().join(format!("r{node}.csv"));
+        let r = pbg_json(&[
+            "anonymize",
+            &p,
+            "--node",
+            node,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r["verified"], true);
+        let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
+        assert_eq!(v["node"], serde_json::json!([node.parse::<u8>().unwrap()]));
+    }
+}
+
+#[test]
+fn hierarchies_beyond_255_levels_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "7".repeat(300);
+    let data = write(
+        dir.path(),
+        "d.csv",
+        &format!("zip,disease\n{long},flu\n1{},cold\n", &long[1..]),
+    );
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\" }}\n"
+        ),
+    );
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("300 characters") && err.contains("steps"),
+        "{err}"
+    );
+    let row: Vec<String> = (0..300).map(|i| format!("g{i}")).collect();
+    let h = write(
+        dir.path(),
+        "h.csv",
+        &format!("a;{}\nb;{}\n", row.join(";"), row.join(";")),
+    );
+    let data = write(dir.path(), "e.csv", "q,disease\na,flu\nb,cold\n");
+    let p = write(
+        dir.path(),
+        "q.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"q\"\nhierarchy = \"{h}\"\n"
+        ),
+    );
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("301 levels") && err.contains("at most 256"),
+        "{err}"
+    );
+}
+
+#[test]
+fn interval_cuts_out_of_order_steps_zero_and_non_finite_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "age,disease\n20,flu\n35,cold\n50,flu\n",
+    );
+    let cuts = write(
+        dir.path(),
+        "c.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"age\"\nhierarchy = {{ type = \"interval\", cuts = [[40, 30]] }}\n"
+        ),
+    );
+    let err = fails(&["evaluate", &cuts, "--node", "0"]);
+    assert!(err.contains("must increase") && err.contains("30"), "{err}");
+    let zero = write(
+        dir.path(),
+        "z.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"age\"\nhierarchy = {{ type = \"mask\", steps = 0 }}\n"
+        ),
+    );
+    let err = fails(&["evaluate", &zero, "--node", "0"]);
+    assert!(err.contains("steps = 0"), "{err}");
+    for bad in ["NaN", "inf", "-infinity"] {
+        let data = write(
+            dir.path(),
+            "n.csv",
+            &format!("age,disease\n20,flu\n{bad},cold\n"),
+        );
+        let p = write(
+            dir.path(),
+            "n.toml",
+            &format!(
+                "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"age\"\nhierarchy = {{ type = \"interval\", widths = [10] }}\n"
+            ),
+        );
+        for cmd in [
+            vec!["evaluate", p.as_str(), "--node", "0"],
+            vec!["lattice", p.as_str()],
+        ] {
+            let err = fails(&cmd);
+            assert!(
+                err.contains(&format!("`{bad}`")) && err.contains("row 2"),
+                "{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn verify_refuses_identifiers_and_accepts_labels_repeated_across_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "id,zip,disease\n1,13053,flu\n2,13053,cold\n3,13068,flu\n4,13068,cold\n",
+    );
+    let p = profile(dir.path(), &data, true, "");
+    // The raw input still carries the identifier: not a release.
+    let err = fails(&["verify", &p, "--release", &data]);
+    assert!(err.contains("identifier column `id`"), "{err}");
+    let out = dir.path().join("r.csv");
+    pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    // A release with the identifier column added back.
+    let text = fs::read_to_string(&out).unwrap();
+    let with_id: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("id,{l}\n")
+            } else {
+                format!("{i},{l}\n")
+            }
+        })
+        .collect();
+    let tampered = write(dir.path(), "t.csv", &with_id);
+    let err = fails(&["verify", &p, "--release", &tampered]);
+    assert!(err.contains("identifier column `id`"), "{err}");
+    // `*` is the label of level 2 (two masked digits of a 2-step mask that leaves one group
+    // is topped by `*`) and may repeat at a lower level: a hierarchy whose level 1 and 2 are
+    // both `*` still verifies.
+    let h = write(dir.path(), "h.csv", "13053;*;*\n13068;*;*\n");
+    let q = write(
+        dir.path(),
+        "q.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\nidentifiers = [\"id\"]\n[[qi]]\nname = \"zip\"\nhierarchy = \"{h}\"\n"
+        ),
+    );
+    for node in ["1", "2"] {
+        let out = dir.path().join(format!("s{node}.csv"));
+        pbg_json(&[
+            "anonymize",
+            &q,
+            "--node",
+            node,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        let v = pbg_json(&["verify", &q, "--release", out.to_str().unwrap()]);
+        assert_eq!(v["ok"], true);
+    }
+    // A default mask: the one-character zip `1` is `*` from level 1 on, and the top level is
+    // `*` for every zip; the release of the top node must verify as the top node.
+    let data = write(
+        dir.path(),
+        "m.csv",
+        "zip,disease\n13053,flu\n1,cold\n13068,flu\n13053,cold\n",
+    );
+    let m = write(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\" }}\n"
+        ),
+    );
+    let top = pbg_json(&["evaluate", &m, "--node", "0"])["lattice_size"]
+        .as_u64()
+        .unwrap()
+        - 1;
+    let out = dir.path().join("top.csv");
+    pbg_json(&[
+        "anonymize",
+        &m,
+        "--node",
+        &top.to_string(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let v = pbg_json(&["verify", &m, "--release", out.to_str().unwrap()]);
+    assert_eq!(v["node"], serde_json::json!([top]));
+}
+
+#[test]
+fn an_output_that_is_the_input_is_refused_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,disease\n13053,flu\n13053,cold\n13068,flu\n13068,cold\n",
+    );
+    let before = fs::read(&data).unwrap();
+    let p = profile(dir.path(), &data, false, "");
+    let dot = format!("{}/./d.csv", dir.path().display());
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink(&data, &link).unwrap();
+    for out in [data.as_str(), dot.as_str(), link.to_str().unwrap()] {
+        let err = fails(&["anonymize", &p, "--node", "1", "--output", out]);
+        assert!(err.contains("never writes over its input"), "{err}");
+    }
+    assert_eq!(fs::read(&data).unwrap(), before);
+    // Parquet input, output the same file; a directory input, output inside it; a glob.
+    let lake = dir.path().join("lake");
+    fs::create_dir(&lake).unwrap();
+    let part = lake.join("a.parquet");
+    pbg_json(&[
+        "generate",
+        "adult-like",
+        "--rows",
+        "100",
+        "--output",
+        part.to_str().unwrap(),
+    ]);
+    let before = fs::read(&part).unwrap();
+    let inside = lake.join("b.parquet");
+    let glob = format!("{}/*.parquet", lake.display());
+    for (input, out) in [
+        (part.to_str().unwrap(), part.to_str().unwrap()),
+        (lake.to_str().unwrap(), inside.to_str().unwrap()),
+        (glob.as_str(), inside.to_str().unwrap()),
+    ] {
+        let err = fails(&[
+            "anonymize",
+            "datasets/adult/adult.toml",
+            "--input",
+            input,
+            "--node",
+            "1,1,1,1,1,1,1,1",
+            "--output",
+            out,
+        ]);
+        assert!(err.contains("never writes over its input"), "{err}");
+    }
+    assert_eq!(fs::read(&part).unwrap(), before);
+    assert!(!inside.exists());
+}
+
+#[test]
+fn unknown_output_extensions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["r.txt", "r.json", "r"] {
+        let out = dir.path().join(name);
+        let err = fails(&[
+            "anonymize",
+            "datasets/t1/t1.toml",
+            "--node",
+            "1,1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert!(err.contains(".csv or .parquet"), "{err}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn directories_and_globs_are_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    for (region, seed) in [("a", "1"), ("b", "2")] {
+        let d = lake.join(format!("region={region}"));
+        fs::create_dir_all(&d).unwrap();
+        pbg_json(&[
+            "generate",
+            "adult-like",
+            "--rows",
+            "5000",
+            "--seed",
+            seed,
+            "--output",
+            d.join("part.parquet").to_str().unwrap(),
+        ]);
+    }
+    let whole = pbg_json(&[
+        "evaluate",
+        "datasets/adult/adult.toml",
+        "--input",
+        lake.to_str().unwrap(),
+        "--node",
+        "2,1,1,1,0,0,1,0",
+    ]);
+    // A glob matches file names; partition directories are transparent to it.
+    let glob = format!("{}/*.parquet", lake.display());
+    let globbed = pbg_json(&[
+        "evaluate",
+        "datasets/adult/adult.toml",
+        "--input",
+        &glob,
+        "--node",
+        "2,1,1,1,0,0,1,0",
+    ]);
+    assert_eq!(whole, globbed);
+    // The partition column is an ordinary kept column of the release.
+    let out = dir.path().join("r.csv");
+    pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult.toml",
+        "--input",
+        lake.to_str().unwrap(),
+        "--identifier",
+        "id",
+        "--node",
+        "2,1,1,1,0,0,1,0",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let text = fs::read_to_string(&out).unwrap();
+    assert!(
+        text.lines().next().unwrap().ends_with(",region"),
+        "{text:.200}"
+    );
+    assert_eq!(
+        text.lines().count(),
+        10001 - whole["suppressed"].as_u64().unwrap() as usize
+    );
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let err = fails(&[
+        "evaluate",
+        "datasets/adult/adult.toml",
+        "--input",
+        empty.to_str().unwrap(),
+        "--node",
+        "0,0,0,0,0,0,0,0",
+    ]);
+    assert!(err.contains("holds no files"), "{err}");
+}
+
+/// Writes a Parquet file of the given columns.
+fn parquet(path: &Path, columns: Vec<(&str, arrow::array::ArrayRef)>) {
+    let fields: Vec<arrow::datatypes::Field> = columns
+        .iter()
+        .map(|(n, a)| arrow::datatypes::Field::new(*n, a.data_type().clone(), true))
+        .collect();
+    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
+    let batch = arrow::record_batch::RecordBatch::try_new(
+        schema.clone(),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(fs::File::create(path).unwrap(), schema, None)
+        .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+#[test]
+fn csv_files_of_one_input_must_agree_on_their_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    fs::create_dir(&d).unwrap();
+    write(
+        &d,
+        "a.csv",
+        "id,zip,disease,ssn\n1,13053,flu,111-11\n2,13053,cold,222-22\n",
+    );
+    write(
+        &d,
+        "b.csv",
+        "id,zip,ssn,disease\n3,13068,333-33,flu\n4,13068,444-44,cold\n",
+    );
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{}\"\nsensitive = \"disease\"\nidentifiers = [\"id\", \"ssn\"]\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\", steps = 2 }}\n",
+            d.display()
+        ),
+    );
+    let out = dir.path().join("r.csv");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("b.csv") && err.contains("same columns in the same order"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn nested_quasi_identifiers_and_duplicate_parquet_columns_are_refused() {
+    use arrow::array::{ArrayRef, ListArray, StringArray};
+    use arrow::datatypes::Int32Type;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("n.parquet");
+    let zip: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(13053)]),
+        Some(vec![Some(13268)]),
+    ]));
+    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold"]));
+    parquet(&nested, vec![("zip", zip), ("disease", disease.clone())]);
+    let p = profile(dir.path(), nested.to_str().unwrap(), false, "");
+    let out = dir.path().join("r.parquet");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("`zip`") && err.contains("scalar"), "{err}");
+    let dup = dir.path().join("d.parquet");
+    let z: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13268"]));
+    parquet(
+        &dup,
+        vec![("zip", z.clone()), ("disease", disease), ("zip", z)],
+    );
+    let p = profile(dir.path(), dup.to_str().unwrap(), false, "");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("`zip` appears twice"), "{err}");
+}
+
+#[test]
+fn verify_compares_kept_values_with_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,price,disease\n13053,12.50,flu\n13053,007,cold\n13068,1,flu\n13068,2,cold\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let out = dir.path().join("r.csv");
+    pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let text = fs::read_to_string(&out).unwrap();
+    for (from, to) in [("12.50", "12.5"), ("007", "XXX")] {
+        let tampered = write(dir.path(), "t.csv", &text.replace(from, to));
+        let err = fails(&["verify", &p, "--release", &tampered]);
+        assert!(
+            err.contains("`price`") && err.contains("byte for byte"),
+            "{err}"
+        );
+    }
+    // Values moved between rows of the same class: every column sum matches, the rows do not.
+    let lines: Vec<&str> = text.lines().collect();
+    let swapped: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            l.replace("12.50,flu", "TMP,flu")
+                .replace("007,cold", "12.50,cold")
+                .replace("TMP,flu", "007,flu")
+        })
+        .collect();
+    let tampered = write(dir.path(), "s.csv", &(swapped.join("\n") + "\n"));
+    let err = fails(&["verify", &p, "--release", &tampered]);
+    assert!(err.contains("wrong rows"), "{err}");
+}
+
+#[test]
+fn other_outputs_never_overwrite_inputs_or_hierarchies() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,age,disease\n13053,20,flu\n13053,21,cold\n13068,20,flu\n13068,21,cold\n",
+    );
+    let h = write(dir.path(), "age.csv", "20;*\n21;*\n");
+    let p = profile(
+        dir.path(),
+        &data,
+        false,
+        &format!("[[qi]]\nname = \"age\"\nhierarchy = \"{h}\"\n"),
+    );
+    let before = (fs::read(&data).unwrap(), fs::read(&h).unwrap());
+    for args in [
+        vec![
+            "anonymize",
+            p.as_str(),
+            "--node",
+            "1,1",
+            "--output",
+            h.as_str(),
+        ],
+        vec!["slice", p.as_str(), "--l", "2", "--output", data.as_str()],
+        vec![
+            "lattice",
+            p.as_str(),
+            "--format",
+            "csv",
+            "--out",
+            data.as_str(),
+        ],
+        vec![
+            "search",
+            p.as_str(),
+            "--objectives",
+            "k,glm",
+            "--plot",
+            h.as_str(),
+        ],
+    ] {
+        let err = fails(&args);
+        assert!(
+            err.contains("never writes over its input"),
+            "{args:?}: {err}"
+        );
+    }
+    // A `**` glob protects every matching file below its base.
+    let glob = format!("{}/**/*.csv", dir.path().display());
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--input",
+        &glob,
+        "--node",
+        "1,1",
+        "--output",
+        &data,
+    ]);
+    assert!(err.contains("never writes over its input"), "{err}");
+    assert_eq!((fs::read(&data).unwrap(), fs::read(&h).unwrap()), before);
+}
+
+#[test]
+fn subdirectories_upper_case_extensions_and_empty_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    fs::create_dir_all(d.join("sub")).unwrap();
+    write(&d, "x.CSV", "zip,disease\n13053,flu\n13068,cold\n");
+    write(
+        &d.join("sub"),
+        "y.CSV",
+        "zip,disease\n13053,cold\n13068,flu\n",
+    );
+    let p = profile(dir.path(), d.to_str().unwrap(), false, "");
+    let r = pbg_json(&["evaluate", &p, "--node", "0"]);
+    assert_eq!(r["classes"], 2);
+    assert_eq!(r["k"], 2, "both files are read");
+    let out = dir.path().join("r.CSV");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    let empty = write(dir.path(), "e.csv", "");
+    let p = profile(dir.path(), &empty, false, "");
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(err.contains("empty"), "{err}");
+}
