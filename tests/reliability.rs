@@ -727,3 +727,39 @@ fn subdirectories_upper_case_extensions_and_empty_files() {
     let err = fails(&["evaluate", &p, "--node", "0"]);
     assert!(err.contains("empty"), "{err}");
 }
+
+#[test]
+fn sql_copy_never_overwrites_what_the_query_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,disease\n13053,flu\n13053,cold\n13068,flu\n13068,cold\n",
+    );
+    let before = fs::read(&data).unwrap();
+    let p = profile(dir.path(), &data, false, "");
+    let sql = format!("COPY (SELECT * FROM pbg_anonymize('p', '1')) TO '{data}' STORED AS CSV");
+    let o = pbg(&["sql", &p, "--table", "p", "-c", &sql]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("never writes over its input"),
+        "{err}"
+    );
+    // An input directory: COPY into it would add a file to the next read.
+    let lake = dir.path().join("lake");
+    fs::create_dir(&lake).unwrap();
+    fs::copy(&data, lake.join("a.csv")).unwrap();
+    let q = profile(dir.path(), lake.to_str().unwrap(), false, "");
+    let sql = format!(
+        "COPY (SELECT * FROM pbg_anonymize('q', '1')) TO '{}/' STORED AS CSV",
+        lake.display()
+    );
+    let o = pbg(&["sql", &q, "--table", "q", "-c", &sql]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("never writes over its input"),
+        "{err}"
+    );
+    assert_eq!(fs::read_dir(&lake).unwrap().count(), 1);
+    assert_eq!(fs::read(&data).unwrap(), before);
+}

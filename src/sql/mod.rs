@@ -14,6 +14,7 @@
 mod bitmap_cardinality;
 mod bitmap_contains;
 mod class_bitmap;
+mod copy_guard;
 mod entropy_l;
 mod generalize;
 mod histogram;
@@ -43,6 +44,7 @@ pub use registry::{Registry, context_of};
 /// hierarchies for them (add profiles to it before querying).
 pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     let registry = Arc::new(Registry::default());
+    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard));
     ctx.register_udf(ScalarUDF::from(generalize::GeneralizeFunc::new(
         registry.clone(),
     )));

@@ -1,0 +1,67 @@
+//! A safety net for SQL `COPY ... TO`: an analyzer rule that refuses to write where a table of
+//! the query reads — the same file, a file inside a scanned directory, or one a scanned glob
+//! matches — so that `COPY (SELECT * FROM pbg_anonymize('p', ..)) TO '<the input>'` cannot
+//! replace the input with its release. Only local listing tables are compared.
+
+use std::path::PathBuf;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::datasource::listing::ListingTable;
+use datafusion::datasource::source_as_provider;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::optimizer::AnalyzerRule;
+
+use crate::input::Input;
+
+/// The analyzer rule (registered by [`super::register`]).
+#[derive(Debug, Default)]
+pub struct CopyGuard;
+
+/// The local paths a plan's listing tables read (globs kept as patterns).
+fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+            && let Some(listing) =
+                (provider.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
+        {
+            for url in listing.table_paths() {
+                if url.scheme() != "file" {
+                    continue;
+                }
+                let mut path = PathBuf::from(format!("/{}", url.prefix().as_ref()));
+                if let Some(glob) = url.get_glob() {
+                    path.push(glob.as_str());
+                }
+                paths.push(path);
+            }
+        }
+        // Views are inlined before this rule runs; their scans are visited here too.
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(paths)
+}
+
+impl AnalyzerRule for CopyGuard {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        let target = match &plan {
+            LogicalPlan::Copy(copy) => Some((copy.output_url.clone(), copy.input.as_ref())),
+            _ => None,
+        };
+        if let Some((output, input)) = target {
+            let output = PathBuf::from(output.strip_prefix("file://").unwrap_or(&output));
+            for source in scanned_paths(input)? {
+                crate::io::refuse_overwrite(&output, &Input::Path(source))
+                    .map_err(|e| DataFusionError::Plan(format!("COPY: {e}")))?;
+            }
+        }
+        Ok(plan)
+    }
+
+    fn name(&self) -> &str {
+        "pbg_copy_guard"
+    }
+}
