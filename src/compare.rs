@@ -31,7 +31,7 @@ impl Property {
             "glm" => Ok(Property::Glm),
             "cm" => Ok(Property::Cm),
             other => Err(PbgError::argument(
-                "--property",
+                "property",
                 format!("unknown property `{other}` (use equiv, sens, glm, cm)"),
             )),
         }
@@ -99,7 +99,7 @@ fn oriented(
         }
         Property::Cm => {
             let cm = v.p_cm.as_ref().ok_or_else(|| {
-                PbgError::argument("--property", "cm needs a class attribute in the profile")
+                PbgError::argument("property", "cm needs a class attribute in the profile")
             })?;
             (cm.iter().map(|&x| 1.0 - x as f64).collect(), vec![1.0; n])
         }

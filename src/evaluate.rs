@@ -58,7 +58,7 @@ impl Evaluator {
     pub fn new(dataset: Arc<Dataset>) -> Result<Self> {
         if dataset.num_tuples() > u32::MAX as u64 {
             return Err(crate::error::PbgError::argument(
-                "--input",
+                "input",
                 format!(
                     "{} tuples: the engine counts at most {} per dataset",
                     dataset.num_tuples(),

@@ -93,10 +93,7 @@ fn chunk(
 /// atomically. Returns the rows written.
 pub fn adult_like(rows: u64, seed: u64, output: &Path) -> Result<u64> {
     if rows == 0 {
-        return Err(PbgError::argument(
-            "--rows",
-            "must be at least 1".to_string(),
-        ));
+        return Err(PbgError::argument("rows", "must be at least 1".to_string()));
     }
     let source = adult_source()?;
     let mut fields = vec![Field::new("id", DataType::Int64, false)];

@@ -14,8 +14,17 @@ fn main() -> ExitCode {
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // The cause chain, minus causes whose text an outer message already includes.
-            let mut message = e.to_string();
+            // The cause chain, minus causes whose text an outer message already includes. The
+            // library names arguments plainly (`objectives`); here they are flags (`--objectives`).
+            let mut message = match e.downcast_ref::<pbg::PbgError>() {
+                Some(pbg::PbgError::Argument { name, message })
+                    if !name.is_empty()
+                        && name.chars().all(|c| c.is_ascii_lowercase() || c == '-') =>
+                {
+                    format!("--{name}: {message}")
+                }
+                _ => e.to_string(),
+            };
             for cause in e.chain().skip(1) {
                 let text = cause.to_string();
                 if !message.contains(&text) {

@@ -3,52 +3,40 @@
 use crate::error::{PbgError, Result};
 use crate::indices::NodeIndices;
 
-/// An index a search optimizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Objective {
-    /// k-anonymity (maximized).
-    K,
-    /// Distinct l-diversity (maximized).
-    L,
-    /// Entropy l-diversity (maximized).
-    LEntropy,
-    /// S_k, the sum of P_equiv (maximized).
-    SK,
-    /// S_l, the sum of P_sens (maximized).
-    SL,
-    /// GLM loss (minimized).
-    Glm,
-    /// CM classification penalty (minimized; needs a class attribute).
-    Cm,
-}
+/// An index a search optimizes: one of [`crate::indices::INDICES`] marked as an objective.
+pub use crate::indices::Index as Objective;
+
+use crate::indices::INDICES;
 
 impl Objective {
-    /// Parses one name: `k`, `l`, `l_entropy`, `s_k`, `s_l`, `glm`, `cm`.
-    pub fn parse(name: &str) -> Result<Self> {
-        Ok(match name.trim().to_ascii_lowercase().as_str() {
-            "k" => Objective::K,
-            "l" | "l_distinct" => Objective::L,
-            "l_entropy" => Objective::LEntropy,
-            "s_k" | "sk" => Objective::SK,
-            "s_l" | "sl" => Objective::SL,
-            "glm" => Objective::Glm,
-            "cm" => Objective::Cm,
-            other => {
-                return Err(PbgError::argument(
-                    "--objectives",
-                    format!("unknown objective `{other}` (use k, l, l_entropy, s_k, s_l, glm, cm)"),
-                ));
-            }
-        })
+    /// Parses one objective name (an index usable as an objective).
+    pub fn parse_objective(name: &str) -> Result<Self> {
+        let index = Objective::parse_as(name, "objectives")?;
+        if !index.info().objective {
+            return Err(PbgError::argument(
+                "objectives",
+                format!(
+                    "`{}` is not a search objective (use {})",
+                    name.trim(),
+                    INDICES
+                        .iter()
+                        .filter(|i| i.objective)
+                        .map(|i| i.index.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        Ok(index)
     }
 
     /// Parses a comma separated set of two or more distinct objectives; `cm` needs a class attribute.
     pub fn parse_list(text: &str, has_class: bool) -> Result<Vec<Self>> {
         let list = text
             .split(',')
-            .map(Objective::parse)
+            .map(Objective::parse_objective)
             .collect::<Result<Vec<_>>>()?;
-        let err = |m: String| Err(PbgError::argument("--objectives", m));
+        let err = |m: String| Err(PbgError::argument("objectives", m));
         if list.len() < 2 {
             return err(format!(
                 "`{text}`: give at least two objectives, e.g. k,glm"
@@ -67,40 +55,9 @@ impl Objective {
         Ok(list)
     }
 
-    /// The name used on the command line and as output key.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Objective::K => "k",
-            Objective::L => "l",
-            Objective::LEntropy => "l_entropy",
-            Objective::SK => "s_k",
-            Objective::SL => "s_l",
-            Objective::Glm => "glm",
-            Objective::Cm => "cm",
-        }
-    }
-
-    /// Whether the objective involves the sensitive attribute (l, entropy l, S_l).
-    pub fn uses_sensitive(&self) -> bool {
-        matches!(self, Objective::L | Objective::LEntropy | Objective::SL)
-    }
-
-    /// Whether larger values are better.
-    pub fn maximize(&self) -> bool {
-        !matches!(self, Objective::Glm | Objective::Cm)
-    }
-
-    /// The objective's value for a node (`cm` is 0 without a class attribute; `parse_list` rejects that).
+    /// The objective's value for a node.
     pub fn value(&self, ix: &NodeIndices) -> f64 {
-        match self {
-            Objective::K => ix.k as f64,
-            Objective::L => ix.l_distinct as f64,
-            Objective::LEntropy => ix.l_entropy,
-            Objective::SK => ix.s_k as f64,
-            Objective::SL => ix.s_l as f64,
-            Objective::Glm => ix.glm,
-            Objective::Cm => ix.cm.unwrap_or(0.0),
-        }
+        self.of(ix)
     }
 
     /// `value` with its sign flipped for minimized objectives, so that larger is always better.

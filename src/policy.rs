@@ -16,88 +16,10 @@ use crate::objective::Objective;
 use crate::release::ReleaseCheck;
 use crate::search::{Point, pareto_front};
 
-/// An index a requirement or a choice can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
-    /// k.
-    K,
-    /// Distinct l.
-    L,
-    /// Entropy l.
-    LEntropy,
-    /// Probabilistic l.
-    LProbabilistic,
-    /// Suppressed rows.
-    Suppressed,
-    /// Released classes.
-    Classes,
-    /// GLM.
-    Glm,
-    /// CM (needs a class attribute).
-    Cm,
-    /// S_k.
-    SK,
-    /// S_l.
-    SL,
-}
+/// An index a requirement or a choice can name: any of [`crate::indices::INDICES`].
+pub use crate::indices::Index as Measure;
 
 impl Measure {
-    /// Parses `k`, `l`, `l_entropy`, `l_probabilistic`, `suppressed`, `classes`, `glm`, `cm`, `s_k`, `s_l`.
-    pub fn parse(name: &str, arg: &str) -> Result<Self> {
-        Ok(match name.trim().to_ascii_lowercase().as_str() {
-            "k" => Measure::K,
-            "l" | "l_distinct" => Measure::L,
-            "l_entropy" => Measure::LEntropy,
-            "l_probabilistic" => Measure::LProbabilistic,
-            "suppressed" => Measure::Suppressed,
-            "classes" => Measure::Classes,
-            "glm" => Measure::Glm,
-            "cm" => Measure::Cm,
-            "s_k" => Measure::SK,
-            "s_l" => Measure::SL,
-            other => {
-                return Err(PbgError::argument(
-                    arg,
-                    format!(
-                        "unknown index `{other}` (use k, l, l_entropy, l_probabilistic, suppressed, classes, glm, cm, s_k, s_l)"
-                    ),
-                ));
-            }
-        })
-    }
-
-    /// The name used on the command line.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Measure::K => "k",
-            Measure::L => "l",
-            Measure::LEntropy => "l_entropy",
-            Measure::LProbabilistic => "l_probabilistic",
-            Measure::Suppressed => "suppressed",
-            Measure::Classes => "classes",
-            Measure::Glm => "glm",
-            Measure::Cm => "cm",
-            Measure::SK => "s_k",
-            Measure::SL => "s_l",
-        }
-    }
-
-    /// The value for a node.
-    pub fn of(&self, ix: &NodeIndices) -> f64 {
-        match self {
-            Measure::K => ix.k as f64,
-            Measure::L => ix.l_distinct as f64,
-            Measure::LEntropy => ix.l_entropy,
-            Measure::LProbabilistic => ix.l_probabilistic,
-            Measure::Suppressed => ix.suppressed as f64,
-            Measure::Classes => ix.classes as f64,
-            Measure::Glm => ix.glm,
-            Measure::Cm => ix.cm.unwrap_or(f64::NAN),
-            Measure::SK => ix.s_k as f64,
-            Measure::SL => ix.s_l as f64,
-        }
-    }
-
     /// The value recomputed from a release file, when a release alone determines it.
     pub fn of_check(&self, c: &ReleaseCheck) -> Option<f64> {
         Some(match self {
@@ -108,7 +30,7 @@ impl Measure {
             Measure::Suppressed => c.suppressed as f64,
             Measure::Classes => c.classes as f64,
             Measure::Glm => c.glm,
-            Measure::Cm | Measure::SK | Measure::SL => return None,
+            Measure::MaxClass | Measure::Cm | Measure::SK | Measure::SL => return None,
         })
     }
 }
@@ -142,7 +64,7 @@ pub struct Requirement {
 impl Requirement {
     /// Parses a comma separated list such as `k>=5,l>=3,suppressed<=300`.
     pub fn parse_list(text: &str) -> Result<Vec<Self>> {
-        let arg = "--require";
+        let arg = "require";
         text.split(',')
             .filter(|s| !s.trim().is_empty())
             .map(|item| {
@@ -162,7 +84,7 @@ impl Requirement {
                         format!("`{item}`: write INDEX>=VALUE (or <=, >, <, =), e.g. k>=5"),
                     )
                 })?;
-                let measure = Measure::parse(&item[..pos], arg)?;
+                let measure = Measure::parse_as(&item[..pos], arg)?;
                 let value: f64 = item[pos + len..].trim().parse().map_err(|_| {
                     PbgError::argument(
                         arg,
@@ -295,7 +217,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
         );
     if uses_cm && !has_class {
         return Err(PbgError::argument(
-            "--pick",
+            "pick",
             "`cm` needs a class attribute in the profile (class = ... or --class)".to_string(),
         ));
     }
@@ -325,7 +247,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     if feasible.is_empty() {
         let required: Vec<String> = policy.require.iter().map(Requirement::text).collect();
         return Err(PbgError::argument(
-            "--require",
+            "require",
             format!(
                 "no node of the {}-node lattice meets {}",
                 all.len(),
@@ -495,37 +417,37 @@ impl Policy {
             .as_deref()
         {
             None | Some("") | Some("measure") => match (&t.minimize, &t.maximize) {
-                (Some(m), None) => Choice::Minimize(Measure::parse(m, "--minimize")?),
-                (None, Some(m)) => Choice::Maximize(Measure::parse(m, "--maximize")?),
+                (Some(m), None) => Choice::Minimize(Measure::parse_as(m, "minimize")?),
+                (None, Some(m)) => Choice::Maximize(Measure::parse_as(m, "maximize")?),
                 (None, None) => Choice::Minimize(Measure::Glm),
                 (Some(_), Some(_)) => {
                     return Err(PbgError::argument(
-                        "--minimize",
+                        "minimize",
                         "give --minimize or --maximize, not both".to_string(),
                     ));
                 }
             },
             Some(c @ ("lex" | "goal" | "wtd")) => {
                 let objectives = Objective::parse_list(
-                    &need(&t.objectives, "--objectives", &format!("--pick {c}"))?,
+                    &need(&t.objectives, "objectives", &format!("the {c} rule"))?,
                     has_class,
                 )?;
                 let n = objectives.len();
                 match c {
                     "lex" => Choice::Lex {
                         significance: match &t.significance {
-                            Some(s) => numbers(s, n, "--significance")?,
+                            Some(s) => numbers(s, n, "significance")?,
                             None => vec![0.0; n],
                         },
                         objectives,
                     },
                     "goal" => Choice::Goal {
-                        goal: numbers(&need(&t.goal, "--goal", "--pick goal")?, n, "--goal")?,
+                        goal: numbers(&need(&t.goal, "goal", "the goal rule")?, n, "goal")?,
                         objectives,
                     },
                     _ => Choice::Wtd {
                         weights: match &t.weights {
-                            Some(w) => numbers(w, n, "--weights")?,
+                            Some(w) => numbers(w, n, "weights")?,
                             None => vec![1.0; n],
                         },
                         objectives,
@@ -534,7 +456,7 @@ impl Policy {
             }
             Some(other) => {
                 return Err(PbgError::argument(
-                    "--pick",
+                    "pick",
                     format!(
                         "unknown rule `{other}` (use lex, goal or wtd, or none with --minimize/--maximize)"
                     ),

@@ -3,23 +3,21 @@
 use pbg::NodeIndices;
 use serde_json::{Map, Value, json};
 
-/// The `evaluate` fields of a node, in the documented key order.
+/// The `evaluate` fields of a node: `node`, `lattice_size`, then every index in the order of
+/// [`pbg::indices::INDICES`] (`cm` only with a class attribute).
 pub fn indices_json(ix: &NodeIndices, lattice_size: usize, with_cm: bool) -> Map<String, Value> {
+    use pbg::indices::{INDICES, Kind};
     let mut m = Map::new();
     m.insert("node".into(), json!(ix.node));
     m.insert("lattice_size".into(), json!(lattice_size));
-    m.insert("classes".into(), json!(ix.classes));
-    m.insert("k".into(), json!(ix.k));
-    m.insert("max_class".into(), json!(ix.max_class));
-    m.insert("l_distinct".into(), json!(ix.l_distinct));
-    m.insert("l_entropy".into(), json!(ix.l_entropy));
-    m.insert("l_probabilistic".into(), json!(ix.l_probabilistic));
-    m.insert("suppressed".into(), json!(ix.suppressed));
-    m.insert("glm".into(), json!(ix.glm));
-    m.insert("s_k".into(), json!(ix.s_k));
-    m.insert("s_l".into(), json!(ix.s_l));
-    if with_cm {
-        m.insert("cm".into(), json!(ix.cm));
+    for info in INDICES.iter() {
+        let v = match info.kind {
+            Kind::Count => json!((info.value)(ix) as u64),
+            Kind::Real => json!((info.value)(ix)),
+            Kind::ClassReal if with_cm => json!(ix.cm),
+            Kind::ClassReal => continue,
+        };
+        m.insert(info.name.into(), v);
     }
     m
 }

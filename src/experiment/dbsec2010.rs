@@ -198,7 +198,7 @@ pub fn run(
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<Outcome>> {
     if runs == 0 {
-        return Err(PbgError::argument("--runs", "needs at least one run"));
+        return Err(PbgError::argument("runs", "needs at least one run"));
     }
     let lattice_adult: Vec<NodeIndices> = adult.evaluate_lattice(&|| {})?;
     let lattice_cm: Vec<NodeIndices> = adult_cm.evaluate_lattice(&|| {})?;

@@ -344,7 +344,7 @@ pub fn run(
         .map(|t| {
             attrs.iter().position(|a| &a.name == t).ok_or_else(|| {
                 PbgError::argument(
-                    "--targets",
+                    "targets",
                     format!("`{t}` is not a QI or the sensitive attribute"),
                 )
             })

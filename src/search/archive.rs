@@ -26,7 +26,7 @@ impl BoxArchive {
     pub fn new(objectives: &[Objective], epsilon: &[f64]) -> Result<Self> {
         if epsilon.len() != objectives.len() {
             return Err(PbgError::argument(
-                "--epsilon",
+                "epsilon",
                 format!(
                     "{} values for {} objectives",
                     epsilon.len(),
@@ -36,7 +36,7 @@ impl BoxArchive {
         }
         if let Some(e) = epsilon.iter().find(|e| !(e.is_finite() && **e > 0.0)) {
             return Err(PbgError::argument(
-                "--epsilon",
+                "epsilon",
                 format!("{e} is not a positive number"),
             ));
         }

@@ -49,20 +49,20 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
     let q = heights.len();
     if cfg.population < 2 {
         return Err(PbgError::argument(
-            "--population",
+            "population",
             "needs at least 2 nodes (top and bottom)",
         ));
     }
     if !(0.0..=1.0).contains(&cfg.p_cross) {
         return Err(PbgError::argument(
-            "--p-cross",
+            "p-cross",
             format!("{} is not a probability", cfg.p_cross),
         ));
     }
     let p_mut = cfg.p_mut.unwrap_or(1.0 / q as f64);
     if !(0.0..=1.0).contains(&p_mut) {
         return Err(PbgError::argument(
-            "--p-mut",
+            "p-mut",
             format!("{p_mut} is not a probability"),
         ));
     }

@@ -203,7 +203,7 @@ pub fn correlate(table: &Table, columns: &[String], bins: usize) -> Result<Corre
     };
     if names.len() < 2 {
         return Err(PbgError::argument(
-            "--columns",
+            "columns",
             format!(
                 "correlation needs at least two columns, got {}",
                 names.len()
@@ -212,7 +212,7 @@ pub fn correlate(table: &Table, columns: &[String], bins: usize) -> Result<Corre
     }
     if table.num_rows() < 2 {
         return Err(PbgError::argument(
-            "--input",
+            "input",
             "correlation needs at least two rows",
         ));
     }

@@ -378,7 +378,7 @@ impl Diversity {
             "tuple" | "p" => Ok(Diversity::Tuple),
             "distinct" => Ok(Diversity::Distinct),
             other => Err(PbgError::argument(
-                "--diversity",
+                "diversity",
                 format!("unknown diversity `{other}` (use tuple or distinct)"),
             )),
         }
@@ -434,14 +434,11 @@ pub fn partition_tuples_with(
     let n = layout.rows();
     let values = layout.attributes[layout.sensitive].domain();
     if l == 0 {
-        return Err(PbgError::argument(
-            "--l",
-            "l must be at least 1".to_string(),
-        ));
+        return Err(PbgError::argument("l", "l must be at least 1".to_string()));
     }
     if l as usize > values {
         return Err(PbgError::argument(
-            "--l",
+            "l",
             format!(
                 "l = {l} but `{}` has only {values} distinct values: no release can be {l}-diverse",
                 layout.attributes[layout.sensitive].name
@@ -491,7 +488,7 @@ pub fn partition_tuples_with(
             })
             .collect();
         return Err(PbgError::argument(
-            "--l",
+            "l",
             format!(
                 "no {l}-diverse {} exists with these columns: even as one bucket, the tuple of row {} ({}) is `{}` with probability {:.3} > 1/{l} through column ({col}); at most l = {} is reachable — use a smaller l, other columns (--partition), or coarser values (--generalize)",
                 layout.mode.name(),

@@ -45,7 +45,7 @@ impl PartitionChoice {
             "pam" => PartitionChoice::Pam(None),
             _ => match t.strip_prefix("pam:") {
                 Some(k) => PartitionChoice::Pam(Some(k.parse().map_err(|_| {
-                    PbgError::argument("--partition", format!("`{k}` is not a column count"))
+                    PbgError::argument("partition", format!("`{k}` is not a column count"))
                 })?)),
                 None => PartitionChoice::User(t.to_string()),
             },
@@ -141,7 +141,7 @@ pub fn slice_attributes(
 ) -> Result<Vec<SliceAttribute>> {
     if table.num_rows() < 2 {
         return Err(PbgError::argument(
-            "--input",
+            "input",
             format!("{}: slicing needs at least two rows", table.path.display()),
         ));
     }

@@ -59,7 +59,7 @@ pub fn pam(m: &CorrelationMatrix, k: usize) -> Result<AttributePartition> {
     let n = m.columns.len();
     if k == 0 || k > n {
         return Err(PbgError::argument(
-            "--columns",
+            "columns",
             format!("PAM needs between 1 and {n} columns, got {k}"),
         ));
     }
@@ -130,7 +130,7 @@ pub fn parse_partition(
     names: &[String],
     optional: &[usize],
 ) -> Result<AttributePartition> {
-    let arg = "--partition";
+    let arg = "partition";
     let mut seen = vec![false; names.len()];
     let mut columns = Vec::new();
     for col in text.split(',') {

@@ -39,7 +39,7 @@ impl SliceMode {
             "slicing" => Ok(SliceMode::Slicing),
             "overlapping" | "overlapping-slicing" => Ok(SliceMode::Overlapping),
             other => Err(PbgError::argument(
-                "--mode",
+                "mode",
                 format!("unknown mode `{other}` (use slicing, overlapping or bucketization)"),
             )),
         }
@@ -174,7 +174,7 @@ impl SliceLayout {
         let sensitive = attributes.len() - 1;
         if attributes.len() < 2 {
             return Err(PbgError::argument(
-                "--qi",
+                "qi",
                 "slicing needs at least one quasi-identifier besides the sensitive attribute",
             ));
         }
@@ -200,7 +200,7 @@ impl SliceLayout {
             .collect();
         if mode != SliceMode::Bucketization && columns.len() < 2 {
             return Err(PbgError::argument(
-                "--partition",
+                "partition",
                 "a slicing needs at least two columns",
             ));
         }
