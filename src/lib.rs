@@ -1,52 +1,55 @@
 //! # pbg — property based generalization over Arrow, Parquet and DataFusion
 //!
-//! The engine is a pipeline over DataFusion: [`input`] opens any table DataFusion can read (files,
-//! directories, globs, registered tables), [`statistics`] runs pass 1 there (a GROUP BY into class
-//! statistics), [`hierarchy`] holds the DGHs, [`encode`] turns values into integer codes once, [`classes`] groups rows into equivalence classes (and rolls
-//! coarser nodes up from finer ones), [`evaluate`] computes every index of a node ([`indices`]) and
-//! sweeps the [`lattice`], [`properties`] gives per-tuple property vectors, [`search`] and
-//! [`policy`] find and choose nodes, [`release`] builds the release of a node as a DataFusion plan
-//! and verifies what was written with one verifier, and [`slicing`] builds l-diverse
-//! sliced releases. [`generate`] makes scale data; [`experiment`] reproduces the papers. The CLI
-//! and the DataFusion functions ([`sql`]) are thin faces over this library.
+//! The engine is a pipeline, one module per stage:
+//!
+//! - [`input`]: the data plane — any table DataFusion can read (a file, directory or glob of CSV
+//!   or Parquet files, or a registered table), opened as a DataFrame; CSV read as text.
+//! - [`encode`]: the [`profile`], the generalization [`hierarchy`]s, pass 1 ([`statistics`]: a
+//!   GROUP BY in DataFusion) and the one encoder that turns rows or statistics into integer codes.
+//! - [`classes`]: equivalence classes as cell tables, rolled up from finer nodes.
+//! - [`measure`]: the [`indices`] of a node (one list), per-tuple [`properties`], the
+//!   [`suppression`] rule, [`quality`] index functions and search [`objective`]s.
+//! - [`evaluate`]: the [`Evaluator`] — direct evaluation, roll-ups, the index pass, the sweep of
+//!   the [`lattice`].
+//! - [`choose`]: the exact front and PBG-EA ([`search`]), [`policy`] picks, [`dominance`],
+//!   [`comparators`] and [`compare`].
+//! - [`release`]: pass 2 as a DataFusion plan, and the one verifier; [`io`] writes files
+//!   atomically.
+//! - [`slicing`]: l-diverse sliced releases.
+//!
+//! The DataFusion functions ([`sql`]) and the CLI are thin faces over these stages; [`tools`]
+//! (scale data, experiments, plots) sits apart from the engine.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use pbg::{Dataset, Evaluator, Profile};
 //!
 //! let profile = Profile::from_toml_file("datasets/adult/adult.toml".as_ref())?;
-//! let evaluator = Evaluator::new(Arc::new(Dataset::load(&profile)?))?;
+//! let evaluator = Evaluator::new(Arc::new(Dataset::load_statistics(&profile)?))?;
 //! let indices = evaluator.evaluate(&[1, 1, 1, 1, 1, 1, 1, 1])?;
 //! println!("k = {}, GLM = {}", indices.k, indices.glm);
 //! # Ok::<(), pbg::PbgError>(())
 //! ```
 
+pub mod choose;
 pub mod classes;
-pub mod comparators;
-pub mod compare;
-pub mod dominance;
 pub mod encode;
 pub mod error;
 pub mod evaluate;
-pub mod experiment;
-pub mod generate;
-pub mod hierarchy;
-pub mod indices;
 pub mod input;
 pub mod io;
-pub mod lattice;
-pub mod objective;
-pub mod plot;
-pub mod policy;
-pub mod profile;
-pub mod properties;
-pub mod quality;
+pub mod measure;
 pub mod release;
-pub mod search;
 pub mod slicing;
 pub mod sql;
-pub mod statistics;
-pub mod suppression;
+pub mod tools;
+
+// Each stage's modules, also at the crate root.
+pub use choose::{comparators, compare, dominance, policy, search};
+pub use encode::{hierarchy, profile, statistics};
+pub use evaluate::lattice;
+pub use measure::{indices, objective, properties, quality, suppression};
+pub use tools::{experiment, generate, plot};
 
 pub use encode::Dataset;
 pub use error::{PbgError, Result};

@@ -24,7 +24,7 @@ use crate::error::{PbgError, Result};
 use crate::io::{AtomicFile, OutputFormat};
 
 /// The adult data shipped in `datasets/adult` (30162 rows), built into the binary.
-const ADULT_CSV: &[u8] = include_bytes!("../datasets/adult/adult.csv");
+const ADULT_CSV: &[u8] = include_bytes!("../../datasets/adult/adult.csv");
 
 /// Rows per generated chunk (one Parquet row group).
 const CHUNK_ROWS: usize = 1 << 20;

@@ -18,7 +18,7 @@ fn font() -> std::result::Result<(), String> {
             plotters::style::register_font(
                 "sans-serif",
                 FontStyle::Normal,
-                include_bytes!("../assets/DejaVuSans.ttf"),
+                include_bytes!("../../assets/DejaVuSans.ttf"),
             )
             .map_err(|_| "the embedded font could not be loaded".to_string())
         })

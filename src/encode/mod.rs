@@ -4,16 +4,21 @@
 //! statistics of weight 1. Values are matched by their text form, whatever type the reader chose
 //! (an Int64 `age` of 39 matches the leaf `39`); strings are not touched again until output.
 
+pub mod hierarchy;
+pub mod profile;
+pub mod statistics;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
+use arrow::array::{Array, AsArray, UInt32Array};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
+use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use crate::error::{PbgError, Result};
 use crate::hierarchy::Hierarchy;
+pub use crate::input::text::{TextColumn, text_column};
 use crate::input::{self, Input};
 use crate::profile::Profile;
 
@@ -69,39 +74,6 @@ pub struct Dataset {
     pub weights: Option<Vec<u64>>,
     /// Number of tuples N (Σ weights, or the row count).
     pub tuples: u64,
-}
-
-/// A batch column as dictionary keys into its distinct text forms (the same text as a cast of
-/// each value to Utf8). Nulls stay null in `keys`.
-#[derive(Debug)]
-pub struct TextColumn {
-    /// Key of every row.
-    pub keys: UInt32Array,
-    /// Distinct text forms (may include values no key points to).
-    pub values: StringArray,
-}
-
-/// Dictionary-encodes a column by its text form without formatting every row: dictionary
-/// columns keep their dictionary, numbers are packed by value first and only the distinct
-/// values are formatted.
-pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
-    let dict_type =
-        |v: &DataType| DataType::Dictionary(Box::new(DataType::UInt32), Box::new(v.clone()));
-    let dict = match column.data_type() {
-        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::Utf8View) => {
-            cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?
-        }
-        DataType::Dictionary(_, v) => cast(column, &dict_type(v))?,
-        DataType::Utf8 | DataType::LargeUtf8 => cast(column, &dict_type(&DataType::Utf8))?,
-        t if t.is_primitive() => cast(column, &dict_type(t))?,
-        _ => cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?,
-    };
-    let dict = dict.as_dictionary::<UInt32Type>();
-    let values = cast(dict.values(), &DataType::Utf8)?;
-    Ok(TextColumn {
-        keys: dict.keys().clone(),
-        values: values.as_string::<i32>().clone(),
-    })
 }
 
 /// The distinct text forms of one column.

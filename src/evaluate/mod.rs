@@ -1,0 +1,202 @@
+//! Node evaluation: direct (from the encoded rows) and by roll-up (from a finer node's cell
+//! tables), and the sweep of the whole lattice built on roll-ups.
+
+use std::sync::Arc;
+
+use crate::classes::key::bits_for;
+use crate::classes::{CellTable, KeyLayout};
+use crate::encode::Dataset;
+use crate::error::Result;
+use crate::lattice::{Lattice, Node};
+
+mod index_pass;
+pub mod lattice;
+mod sweep;
+mod tables;
+
+/// The class-key layout of a dataset's QIs, whose cells also hold `sens_values` sensitive codes
+/// (or masks) and the class labels.
+fn key_layout(ds: &Dataset, sens_values: usize) -> Result<KeyLayout> {
+    let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
+    let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
+    let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
+    KeyLayout::new(&names, &leaves, &[sens_values, label_n])
+}
+
+/// Counts whose logarithm is cached.
+const LN_CACHE: usize = 1 << 20;
+
+/// A node's cell tables: sensitive values and (with a class attribute) class labels per class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeTables {
+    /// (class, sensitive value) counts.
+    pub sens: CellTable,
+    /// (class, class label) counts, when the profile has a class attribute.
+    pub labels: Option<CellTable>,
+}
+
+/// Evaluates nodes of one encoded dataset. Cheap to share across threads.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    dataset: Arc<Dataset>,
+    lattice: Lattice,
+    layout: KeyLayout,
+    sens_bits: u32,
+    label_bits: u32,
+    /// Σ over rows of the GLM loss of QI d at level l, before suppression: `glm_base[d][l]`.
+    glm_base: Vec<Vec<f64>>,
+    /// ln c for c in 0..=N, so that class entropies need no logarithm per cell.
+    ln: Vec<f64>,
+    /// All-zero value codes, set for an evaluator that ignores the sensitive attribute.
+    class_only: Option<Arc<arrow::array::UInt32Array>>,
+    /// Sensitive cell tables hold each class's set of values as a bit mask (one cell per class).
+    sens_mask: bool,
+}
+
+impl Evaluator {
+    /// Prepares the evaluation of `dataset`'s lattice.
+    pub fn new(dataset: Arc<Dataset>) -> Result<Self> {
+        if dataset.num_tuples() > u32::MAX as u64 {
+            return Err(crate::error::PbgError::argument(
+                "input",
+                format!(
+                    "{} tuples: the engine counts at most {} per dataset",
+                    dataset.num_tuples(),
+                    u32::MAX
+                ),
+            ));
+        }
+        let sens_n = dataset.sensitive.labels.len();
+        let layout = key_layout(&dataset, sens_n)?;
+        let glm_base = dataset
+            .qis
+            .iter()
+            .map(|q| {
+                q.hierarchy
+                    .levels()
+                    .iter()
+                    .map(|level| {
+                        q.leaf_rows
+                            .iter()
+                            .zip(&level.group_of_leaf)
+                            .map(|(&rows, &g)| rows as f64 * level.loss[g as usize])
+                            .sum()
+                    })
+                    .collect()
+            })
+            .collect();
+        // Cached up to a bound so that memory does not grow with N (larger counts compute ln).
+        let n = (dataset.num_tuples() as usize).min(LN_CACHE);
+        let ln = (0..=n)
+            .map(|c| if c == 0 { 0.0 } else { (c as f64).ln() })
+            .collect();
+        Ok(Evaluator {
+            lattice: Lattice::new(dataset.heights()),
+            layout,
+            sens_bits: bits_for(sens_n),
+            label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
+            glm_base,
+            ln,
+            dataset,
+            class_only: None,
+            sens_mask: false,
+        })
+    }
+
+    /// An evaluator of the same dataset whose sensitive tables keep, per equivalence class, only
+    /// the set of its sensitive values (a bit mask): one cell per class, so roll-ups and index
+    /// passes are several times cheaper. Meaningful indices: those of [`Self::class_only`] plus
+    /// distinct l. None when the sensitive attribute has more values than fit the key.
+    pub fn distinct_only(&self) -> Option<Self> {
+        let ds = &self.dataset;
+        let sens_n = ds.sensitive.labels.len();
+        if sens_n > 32 {
+            return None;
+        }
+        let layout = key_layout(ds, 1usize << sens_n).ok()?;
+        Some(Evaluator {
+            layout,
+            sens_bits: sens_n as u32,
+            sens_mask: true,
+            class_only: None,
+            ..self.clone()
+        })
+    }
+
+    /// An evaluator of the same dataset that ignores the sensitive attribute: its cell tables
+    /// hold one cell per equivalence class, so roll-ups and index passes are several times
+    /// cheaper. Only the indices that do not involve the sensitive attribute are meaningful (k,
+    /// classes, max class, suppressed, GLM, S_k, CM); searches use it when their objectives
+    /// are among those.
+    pub fn class_only(&self) -> Result<Self> {
+        let ds = &self.dataset;
+        Ok(Evaluator {
+            layout: key_layout(ds, 1)?,
+            sens_bits: 0,
+            sens_mask: false,
+            class_only: Some(Arc::new(arrow::array::UInt32Array::from(vec![
+                0u32;
+                ds.num_rows()
+            ]))),
+            ..self.clone()
+        })
+    }
+
+    /// The cheapest evaluator that still computes `objectives` exactly (see [`Self::lightest`]).
+    pub fn for_objectives(&self, objectives: &[crate::objective::Objective]) -> Result<Self> {
+        use crate::objective::Objective;
+        self.lightest(
+            objectives
+                .iter()
+                .any(|o| matches!(o, Objective::LEntropy | Objective::SL)),
+            objectives.contains(&Objective::L),
+        )
+    }
+
+    /// The cheapest evaluator for indices that need the per-value sensitive counts
+    /// (`value_counts`: entropy l, probabilistic l, S_l) or only distinct l (`distinct`): a clone,
+    /// [`Self::distinct_only`], or [`Self::class_only`].
+    pub fn lightest(&self, value_counts: bool, distinct: bool) -> Result<Self> {
+        if value_counts {
+            return Ok(self.clone());
+        }
+        if distinct {
+            return Ok(self.distinct_only().unwrap_or_else(|| self.clone()));
+        }
+        self.class_only()
+    }
+
+    /// ln c, from the cache when c is small.
+    #[inline]
+    fn ln_count(&self, c: u64) -> f64 {
+        match self.ln.get(c as usize) {
+            Some(&v) => v,
+            None => (c as f64).ln(),
+        }
+    }
+
+    /// The dataset.
+    pub fn dataset(&self) -> &Arc<Dataset> {
+        &self.dataset
+    }
+
+    /// The lattice.
+    pub fn lattice(&self) -> &Lattice {
+        &self.lattice
+    }
+
+    /// The class-key layout.
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+
+    /// QI names in node order.
+    pub fn qi_names(&self) -> Vec<&str> {
+        self.dataset.qis.iter().map(|q| q.name.as_str()).collect()
+    }
+
+    /// Parses and checks a node `L1,L2,...`.
+    pub fn parse_node(&self, text: &str) -> Result<Node> {
+        self.lattice.parse(text, &self.qi_names())
+    }
+}

@@ -1,0 +1,54 @@
+//! Direct evaluation of a node from the rows, and roll-ups from a finer node's tables.
+
+use super::{Evaluator, NodeTables};
+use crate::classes::CellTable;
+use crate::error::Result;
+use crate::indices::NodeIndices;
+
+impl Evaluator {
+    /// Direct evaluation: the node's cell tables from the rows.
+    pub fn tables(&self, node: &[u8]) -> Result<NodeTables> {
+        self.lattice.check(node, &self.qi_names())?;
+        let ds = &self.dataset;
+        let sens = CellTable::from_rows(
+            &ds.qis,
+            node,
+            &self.layout,
+            self.class_only.as_deref().unwrap_or(&ds.sensitive.codes),
+            self.sens_bits,
+            ds.weights.as_deref(),
+            self.sens_mask,
+        )?;
+        let labels = match &ds.class {
+            Some(c) => Some(CellTable::from_rows(
+                &ds.qis,
+                node,
+                &self.layout,
+                &c.codes,
+                self.label_bits,
+                ds.weights.as_deref(),
+                false,
+            )?),
+            None => None,
+        };
+        Ok(NodeTables { sens, labels })
+    }
+
+    /// Roll-up: the tables of `node`, one level above `parent` in QI `d`, from `parent`'s tables.
+    pub fn rollup(&self, parent: &NodeTables, node: &[u8], d: usize) -> NodeTables {
+        let up = &self.dataset.qis[d].hierarchy.level(node[d] - 1).up;
+        NodeTables {
+            sens: parent.sens.rollup(&self.layout, d, up),
+            labels: parent
+                .labels
+                .as_ref()
+                .map(|t| t.rollup(&self.layout, d, up)),
+        }
+    }
+
+    /// Evaluates one node directly from the rows.
+    pub fn evaluate(&self, node: &[u8]) -> Result<NodeIndices> {
+        let tables = self.tables(node)?;
+        Ok(self.indices(node, &tables))
+    }
+}

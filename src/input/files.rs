@@ -1,0 +1,291 @@
+//! The files of a path input: their format (by extension, as spelled on disk), and the checks
+//! made before DataFusion reads them — repeated column names, CSV headers that disagree (CSV is
+//! read by position), files a listing would skip, empty files.
+
+use std::path::{Path, PathBuf};
+
+use arrow::datatypes::SchemaRef;
+use datafusion::datasource::listing::ListingTableUrl;
+use futures::TryStreamExt;
+
+use super::{Input, df_error};
+use crate::error::{PbgError, Result};
+
+/// The file format of a path input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// CSV with a header row.
+    Csv,
+    /// Parquet.
+    Parquet,
+}
+
+/// Whether a path names a Parquet file (by its extension).
+pub fn is_parquet(path: &Path) -> bool {
+    matches!(extension(path).as_deref(), Some("parquet" | "parq"))
+}
+
+fn extension(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+}
+
+pub(super) fn has_glob(text: &str) -> bool {
+    text.contains(['*', '?', '['])
+}
+
+/// Every regular file under `dir` (recursively), skipping hidden and temporary names.
+pub(super) fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| PbgError::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| PbgError::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name.starts_with('_') {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The format and the extension filter of a path input (the extension as spelled on disk:
+/// DataFusion filters files by a case-sensitive suffix).
+pub(super) fn kind_of(path: &Path) -> Result<(FileKind, String)> {
+    let text = path.to_string_lossy();
+    let of_ext = |ext: Option<&str>| match ext {
+        Some(e) if matches!(e.to_ascii_lowercase().as_str(), "parquet" | "parq") => {
+            (FileKind::Parquet, format!(".{e}"))
+        }
+        Some(e) => (FileKind::Csv, format!(".{e}")),
+        None => (FileKind::Csv, String::new()),
+    };
+    let raw_ext = |p: &Path| p.extension().map(|e| e.to_string_lossy().into_owned());
+    if has_glob(&text) {
+        // `lake/*.parquet`: the pattern's extension decides; `lake/*` holds CSV unless it says.
+        let last = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let ext = last
+            .as_deref()
+            .and_then(|n| n.rsplit_once('.'))
+            .map(|(_, e)| e.to_string())
+            .filter(|e| !has_glob(e));
+        return Ok(of_ext(ext.as_deref()));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| PbgError::io(path, e))?;
+    if !meta.is_dir() {
+        return Ok(of_ext(raw_ext(path).as_deref()));
+    }
+    let mut files = Vec::new();
+    files_under(path, &mut files)?;
+    let spelled = |kind: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = files
+            .iter()
+            .filter_map(|f| raw_ext(f))
+            .filter(|e| kind.contains(&e.to_ascii_lowercase().as_str()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (parquet, csv) = (spelled(&["parquet", "parq"]), spelled(&["csv"]));
+    let mixed = |v: &[String]| {
+        Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "the directory mixes files named {}; name one kind with a glob such as `{}/*.{}`",
+                v.iter()
+                    .map(|e| format!(".{e}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                path.display(),
+                v[0]
+            ),
+        })
+    };
+    match (parquet.as_slice(), csv.as_slice()) {
+        ([], []) if files.is_empty() => Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: "the directory holds no files".into(),
+        }),
+        ([], []) => Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "the directory holds no .parquet or .csv files ({} other files); name them with a glob such as `{}/*.txt`",
+                files.len(),
+                path.display()
+            ),
+        }),
+        ([e], []) => Ok((FileKind::Parquet, format!(".{e}"))),
+        ([], [e]) => Ok((FileKind::Csv, format!(".{e}"))),
+        _ => {
+            let all: Vec<String> = parquet.iter().chain(&csv).cloned().collect();
+            mixed(&all)
+        }
+    }
+}
+
+/// The header of a CSV file: its first record, split on `delimiter` outside double quotes.
+fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let mut quoted = false;
+    'read: loop {
+        let n = file.read(&mut chunk).map_err(|e| PbgError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        for &b in &chunk[..n] {
+            if b == b'"' {
+                quoted = !quoted;
+            }
+            if b == b'\n' && !quoted {
+                break 'read;
+            }
+            bytes.push(b);
+        }
+        if bytes.len() > 16 << 20 {
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: "the header line is longer than 16 MiB".into(),
+            });
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim_start_matches('\u{feff}').trim_end_matches('\r');
+    let mut names = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    for c in text.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c as u32 == delimiter as u32 && !quoted => names.push(std::mem::take(&mut field)),
+            c => field.push(c),
+        }
+    }
+    names.push(field);
+    Ok(names)
+}
+
+/// The arrow schema stored in a Parquet file's footer (no data read).
+fn parquet_schema(path: &Path) -> Result<SchemaRef> {
+    let file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| PbgError::Format {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    Ok(builder.schema().clone())
+}
+
+/// Checks every file of a path input before DataFusion reads it: no repeated column names, CSV
+/// headers that agree (CSV is read by position), and no file that the listing would skip.
+pub(super) async fn check_files(
+    state: &datafusion::execution::SessionState,
+    path: &Path,
+    url: &ListingTableUrl,
+    kind: FileKind,
+    ext: &str,
+    delimiter: u8,
+) -> Result<()> {
+    let input = Input::Path(path.to_path_buf());
+    let store = state
+        .runtime_env()
+        .object_store(url)
+        .map_err(|e| df_error(&input, e))?;
+    let metas: Vec<object_store::ObjectMeta> = url
+        .list_all_files(state, store.as_ref(), ext)
+        .await
+        .map_err(|e| df_error(&input, e))?
+        .try_collect()
+        .await
+        .map_err(|e| df_error(&input, e))?;
+    let mut files: Vec<PathBuf> = metas
+        .iter()
+        .map(|m| PathBuf::from(format!("/{}", m.location.as_ref())))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: format!("no files match (extension `{ext}`)"),
+        });
+    }
+    if path.is_dir() {
+        // Every data file under the directory must be one DataFusion reads.
+        let mut all = Vec::new();
+        files_under(path, &mut all)?;
+        let skipped: Vec<&PathBuf> = all
+            .iter()
+            .filter(|f| f.to_string_lossy().ends_with(ext))
+            .filter(|f| {
+                let f = f.canonicalize().unwrap_or_else(|_| (*f).clone());
+                !files
+                    .iter()
+                    .any(|g| g.canonicalize().unwrap_or_else(|_| g.clone()) == f)
+            })
+            .collect();
+        if let Some(first) = skipped.first() {
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{} file(s) in subdirectories that are not partition directories (`name=value`) would be skipped, e.g. {}: move them, or set datafusion.execution.listing_table_ignore_subdirectory = false",
+                    skipped.len(),
+                    first.display()
+                ),
+            });
+        }
+    }
+    let mut first: Option<(PathBuf, Vec<String>)> = None;
+    for f in &files {
+        let names: Vec<String> = match kind {
+            FileKind::Csv => csv_header(f, delimiter)?,
+            FileKind::Parquet => parquet_schema(f)?
+                .fields()
+                .iter()
+                .map(|x| x.name().clone())
+                .collect(),
+        };
+        if names.iter().all(|n| n.is_empty()) {
+            let empty = std::fs::metadata(f).map(|m| m.len() <= 1).unwrap_or(false);
+            if kind == FileKind::Csv && empty {
+                return Err(PbgError::EmptyTable { path: f.clone() });
+            }
+        }
+        for (i, n) in names.iter().enumerate() {
+            if let Some(j) = names[..i].iter().position(|m| m == n) {
+                return Err(PbgError::Format {
+                    path: f.clone(),
+                    message: format!(
+                        "column `{n}` appears twice (columns {} and {}): rename one, pbg refuses ambiguous column names",
+                        j + 1,
+                        i + 1
+                    ),
+                });
+            }
+        }
+        match &first {
+            None => first = Some((f.clone(), names)),
+            Some((g, header)) if kind == FileKind::Csv && *header != names => {
+                return Err(PbgError::Format {
+                    path: f.clone(),
+                    message: format!(
+                        "its header ({}) differs from that of {} ({}): CSV files of one input must have the same columns in the same order",
+                        names.join(", "),
+                        g.display(),
+                        header.join(", ")
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}

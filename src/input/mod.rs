@@ -1,0 +1,285 @@
+//! Inputs are DataFusion tables. A profile's input is a path — one file, a directory (hive
+//! partitions included) or a glob of CSV or Parquet files — opened as a listing table, or the name
+//! of a table already registered in the session. Every pass of pbg (statistics, release,
+//! verification, whole-table reads) starts from the [`DataFrame`] this module opens, so all of them
+//! run in DataFusion's execution (its partitions, its memory pool) and see the table as it is now.
+//!
+//! CSV is read as text: every column is `Utf8`, so a value reaches the engine and the release byte
+//! for byte as written (`01302` stays `01302`, `12.50` stays `12.50`); hierarchies that need
+//! numbers (intervals) parse the text themselves.
+
+use std::fmt;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::Array;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::Column;
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::file_format::csv::CsvFormat;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
+use futures::StreamExt;
+
+use crate::error::{PbgError, Result};
+
+mod files;
+mod runtime;
+pub mod text;
+
+pub use files::{FileKind, is_parquet};
+use files::{check_files, kind_of};
+pub use runtime::block_on;
+
+/// Where a profile's rows come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A file, a directory or a glob of CSV or Parquet files.
+    Path(PathBuf),
+    /// A table registered in the session (SQL: `CREATE EXTERNAL TABLE`, `register_parquet`, ...).
+    Table(String),
+}
+
+impl fmt::Display for Input {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Input::Path(p) => write!(f, "{}", p.display()),
+            Input::Table(t) => write!(f, "table `{t}`"),
+        }
+    }
+}
+
+impl Input {
+    /// The input as a path for error messages (a table's name for registered tables).
+    pub fn as_path(&self) -> PathBuf {
+        match self {
+            Input::Path(p) => p.clone(),
+            Input::Table(t) => PathBuf::from(format!("table `{t}`")),
+        }
+    }
+
+    /// The file path, when the input is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Input::Path(p) => Some(p),
+            Input::Table(_) => None,
+        }
+    }
+
+    /// A name for the input as a table (a path's file stem, `-` and `.` as `_`).
+    pub fn table_name(&self) -> String {
+        match self {
+            Input::Table(t) => t.clone(),
+            Input::Path(p) => p
+                .file_stem()
+                .map(|s| s.to_string_lossy().replace(['-', '.', '*'], "_"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "input".to_string()),
+        }
+    }
+}
+
+/// The error of a DataFusion call on `input`, on one line (DataFusion chains causes over lines).
+pub fn df_error(input: &Input, e: impl fmt::Display) -> PbgError {
+    let text = e.to_string();
+    let message = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "caused by")
+        .collect::<Vec<_>>()
+        .join(": ");
+    PbgError::Format {
+        path: input.as_path(),
+        message,
+    }
+}
+
+/// Refuses a schema with two columns of the same name (a raw copy of a QI could reach a release).
+pub fn check_unique_columns(input: &Input, schema: &Schema) -> Result<()> {
+    let fields = schema.fields();
+    for (i, f) in fields.iter().enumerate() {
+        if let Some(j) = fields[..i].iter().position(|g| g.name() == f.name()) {
+            return Err(PbgError::Format {
+                path: input.as_path(),
+                message: format!(
+                    "column `{}` appears twice (columns {} and {}): rename one, pbg refuses ambiguous column names",
+                    f.name(),
+                    j + 1,
+                    i + 1
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Opens a path as a listing table: Parquet as written, CSV with every column as text.
+async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<DataFrame> {
+    let input = Input::Path(path.to_path_buf());
+    let (kind, ext) = kind_of(path)?;
+    let text = path.to_string_lossy();
+    let url = ListingTableUrl::parse(text.as_ref()).map_err(|e| df_error(&input, e))?;
+    let format: Arc<dyn FileFormat> = match kind {
+        FileKind::Parquet => Arc::new(ParquetFormat::default()),
+        FileKind::Csv => Arc::new(
+            CsvFormat::default()
+                .with_has_header(true)
+                .with_delimiter(delimiter),
+        ),
+    };
+    let state = ctx.state();
+    check_files(&state, path, &url, kind, &ext, delimiter).await?;
+    let options = ListingOptions::new(format).with_file_extension(ext);
+    let schema = options
+        .infer_schema(&state, &url)
+        .await
+        .map_err(|e| df_error(&input, e))?;
+    check_unique_columns(&input, &schema)?;
+    if schema.fields().is_empty() {
+        return Err(PbgError::EmptyTable {
+            path: path.to_path_buf(),
+        });
+    }
+    let schema: SchemaRef = match kind {
+        FileKind::Parquet => schema,
+        FileKind::Csv => Arc::new(Schema::new(
+            schema
+                .fields()
+                .iter()
+                .map(|f| Field::new(f.name(), DataType::Utf8, true))
+                .collect::<Vec<_>>(),
+        )),
+    };
+    let partitions = options
+        .infer_partitions(&state, &url)
+        .await
+        .map_err(|e| df_error(&input, e))?;
+    for p in &partitions {
+        if schema.field_with_name(p).is_ok() {
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "column `{p}` is both a partition directory (`{p}=...`) and a column of the files"
+                ),
+            });
+        }
+    }
+    let options = options.with_table_partition_cols(
+        partitions
+            .into_iter()
+            .map(|p| (p, DataType::Utf8))
+            .collect(),
+    );
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(options)
+        .with_schema(schema);
+    let table = ListingTable::try_new(config).map_err(|e| df_error(&input, e))?;
+    ctx.read_table(Arc::new(table))
+        .map_err(|e| df_error(&input, e))
+}
+
+/// Opens `input` in `ctx` as a DataFrame over all its columns. Nothing is read but metadata (and,
+/// for CSV, the header).
+pub async fn open(ctx: &SessionContext, input: &Input, delimiter: u8) -> Result<DataFrame> {
+    let df = match input {
+        Input::Path(p) => open_path(ctx, p, delimiter).await?,
+        Input::Table(t) => ctx
+            .table(datafusion::common::TableReference::bare(t.as_str()))
+            .await
+            .map_err(|e| {
+                let mut known: Vec<String> = ctx
+                    .catalog_names()
+                    .iter()
+                    .filter_map(|c| ctx.catalog(c))
+                    .flat_map(|c| {
+                        c.schema_names()
+                            .into_iter()
+                            .filter_map(move |s| c.schema(&s))
+                            .flat_map(|s| s.table_names())
+                    })
+                    .collect();
+                known.sort();
+                PbgError::Format {
+                    path: input.as_path(),
+                    message: format!("{e} (tables in the session: {})", known.join(", ")),
+                }
+            })?,
+    };
+    check_unique_columns(input, df.schema().as_arrow())?;
+    Ok(df)
+}
+
+/// An unqualified column reference (names with `-`, `.` or spaces are taken as written).
+pub fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// The index of column `name` in `schema`, or an error naming the input and its columns.
+pub fn column_index(input: &Input, schema: &Schema, name: &str) -> Result<usize> {
+    schema.index_of(name).map_err(|_| PbgError::UnknownColumn {
+        path: input.as_path(),
+        column: name.to_string(),
+        available: schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// A session for pbg's own commands: Parquet strings read as written (not as view types),
+/// files in subdirectories of an input directory read too.
+pub fn new_context() -> SessionContext {
+    let mut config = SessionConfig::new();
+    let options = config.options_mut();
+    options.execution.parquet.schema_force_view_types = false;
+    options.execution.listing_table_ignore_subdirectory = false;
+    SessionContext::new_with_config(config)
+}
+
+/// The 1-based row (in scan order: files by path, then rows) of the first value of `column` whose
+/// text is `value` (`None`: the first null). Used to name the row in error messages, after the
+/// fact: the parallel passes do not number rows.
+pub async fn locate(
+    ctx: &SessionContext,
+    input: &Input,
+    delimiter: u8,
+    column_name: &str,
+    value: Option<&str>,
+) -> Option<usize> {
+    // One partition, so that rows come in file order.
+    let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
+        .with_target_partitions(1)
+        .with_repartition_file_scans(false);
+    let state = SessionStateBuilder::new_from_existing(ctx.state())
+        .with_config(config)
+        .build();
+    let one = SessionContext::new_with_state(state);
+    let df = open(&one, input, delimiter).await.ok()?;
+    let df = df.select(vec![column(column_name)]).ok()?;
+    let mut stream = df.execute_stream().await.ok()?;
+    let mut row = 0usize;
+    while let Some(batch) = stream.next().await {
+        let batch = batch.ok()?;
+        let text = text::text_column(batch.column(0)).ok()?;
+        for r in 0..batch.num_rows() {
+            let hit = match (value, text.keys.is_null(r)) {
+                (None, true) => true,
+                (Some(v), false) => text.values.value(text.keys.values()[r] as usize) == v,
+                _ => false,
+            };
+            if hit {
+                return Some(row + r + 1);
+            }
+        }
+        row += batch.num_rows();
+    }
+    None
+}

@@ -1,0 +1,8 @@
+//! What a node is measured by: its indices (one list), per-tuple property vectors, the
+//! suppression rule, quality index functions and search objectives.
+
+pub mod indices;
+pub mod objective;
+pub mod properties;
+pub mod quality;
+pub mod suppression;
