@@ -37,7 +37,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     let dataset = Dataset::load_statistics(&profile)?;
     let ev = Evaluator::new(Arc::new(dataset))?;
     let ctx = pbg::input::new_context();
-    let (check, _) = block_on(verify_release(&ctx, &ev, &a.release, None))??;
+    let (check, _) = block_on(verify_release(&ctx, &ev, &a.release, None, None))??;
     let mut results = Vec::new();
     let mut failed = Vec::new();
     for r in &require {

@@ -140,3 +140,100 @@ pub async fn fingerprint(df: DataFrame, source: &Input) -> Result<Fingerprint> {
     }
     Ok(total)
 }
+
+/// A pass-through node that fingerprints every batch flowing to the release writer, so the
+/// verifier compares the written file with what the plan produced without reading the input again.
+#[derive(Debug)]
+pub struct FingerprintExec {
+    input: std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    acc: std::sync::Arc<std::sync::Mutex<Fingerprint>>,
+}
+
+impl FingerprintExec {
+    /// Wraps `plan` (below any node that merges partitions, so hashing stays parallel); the
+    /// fingerprint accumulates into `acc`.
+    pub fn wrap(
+        plan: std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+        acc: &std::sync::Arc<std::sync::Mutex<Fingerprint>>,
+    ) -> datafusion::common::Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>
+    {
+        if plan.name() == "CoalescePartitionsExec" && plan.children().len() == 1 {
+            let child = FingerprintExec::wrap(plan.children()[0].clone(), acc)?;
+            #[allow(deprecated)]
+            return plan.with_new_children(vec![child]);
+        }
+        Ok(std::sync::Arc::new(FingerprintExec {
+            input: plan,
+            acc: acc.clone(),
+        }))
+    }
+}
+
+impl datafusion::physical_plan::DisplayAs for FingerprintExec {
+    fn fmt_as(
+        &self,
+        _t: datafusion::physical_plan::DisplayFormatType,
+        f: &mut std::fmt::Formatter,
+    ) -> std::fmt::Result {
+        write!(f, "FingerprintExec")
+    }
+}
+
+impl datafusion::physical_plan::ExecutionPlan for FingerprintExec {
+    fn name(&self) -> &str {
+        "FingerprintExec"
+    }
+
+    fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
+        self.input.properties()
+    }
+
+    fn children(&self) -> Vec<&std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(
+            &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+        ) -> datafusion::common::Result<
+            datafusion::common::tree_node::TreeNodeRecursion,
+        >,
+    ) -> datafusion::common::Result<datafusion::common::tree_node::TreeNodeRecursion> {
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: std::sync::Arc<Self>,
+        mut children: Vec<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>,
+    ) -> datafusion::common::Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>
+    {
+        Ok(std::sync::Arc::new(FingerprintExec {
+            input: children.swap_remove(0),
+            acc: self.acc.clone(),
+        }))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: std::sync::Arc<datafusion::execution::TaskContext>,
+    ) -> datafusion::common::Result<datafusion::execution::SendableRecordBatchStream> {
+        let stream = self.input.execute(partition, context)?;
+        let schema = stream.schema();
+        let acc = self.acc.clone();
+        let mapped = stream.map(move |batch| {
+            let batch = batch?;
+            let mut fp = Fingerprint::default();
+            fp.add(&batch)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            if let Ok(mut total) = acc.lock() {
+                total.merge(&fp);
+            }
+            Ok(batch)
+        });
+        Ok(Box::pin(
+            datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, mapped),
+        ))
+    }
+}

@@ -9,7 +9,7 @@ mod plan;
 mod udf;
 
 pub use check::{ReleaseCheck, confirm, verify_release};
-pub use fingerprint::{Fingerprint, fingerprint};
+pub use fingerprint::{Fingerprint, FingerprintExec, fingerprint};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use udf::{BoundGeneralize, KeepClasses};
 
@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::common::config::CsvOptions;
-use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::prelude::{DataFrame, SessionContext};
 use serde::Serialize;
 
@@ -70,22 +69,58 @@ pub struct ReleaseSummary {
     pub timings: Timings,
 }
 
-/// Writes a release plan to one file in `format` and syncs it to disk; returns the rows written.
-pub async fn write_frame(df: DataFrame, path: &Path, format: OutputFormat) -> Result<u64> {
-    let target = path.to_string_lossy().into_owned();
-    let options = DataFrameWriteOptions::new().with_single_file_output(true);
+/// Writes a release plan to one file in `format` with DataFusion's writer and syncs it to disk;
+/// returns the rows written and the fingerprint of every row that went to the writer.
+pub async fn write_frame(
+    df: DataFrame,
+    path: &Path,
+    format: OutputFormat,
+) -> Result<(u64, Fingerprint)> {
+    use datafusion::datasource::file_format::csv::CsvFormatFactory;
+    use datafusion::datasource::file_format::format_as_file_type;
+    use datafusion::datasource::file_format::parquet::ParquetFormatFactory;
+    use datafusion::logical_expr::LogicalPlanBuilder;
+
     let fail = |e: datafusion::error::DataFusionError| PbgError::Format {
         path: path.to_path_buf(),
         message: format!("while writing: {e}"),
     };
-    let batches = match format {
-        OutputFormat::Parquet => df.write_parquet(&target, options, None).await,
-        OutputFormat::Csv => {
-            let csv = CsvOptions::default().with_has_header(true);
-            df.write_csv(&target, options, Some(csv)).await
-        }
-    }
+    let (state, plan) = df.into_parts();
+    let file_type = match format {
+        OutputFormat::Parquet => format_as_file_type(Arc::new(ParquetFormatFactory::new())),
+        OutputFormat::Csv => format_as_file_type(Arc::new(CsvFormatFactory::new_with_options(
+            CsvOptions::default().with_has_header(true),
+        ))),
+    };
+    let options = [("single_file_output".to_string(), "true".to_string())]
+        .into_iter()
+        .collect();
+    let copy = LogicalPlanBuilder::copy_to(
+        plan,
+        path.to_string_lossy().into_owned(),
+        file_type,
+        options,
+        vec![],
+    )
+    .and_then(|b| b.build())
     .map_err(fail)?;
+    let sink = state.create_physical_plan(&copy).await.map_err(fail)?;
+    // The sink's input is the release; fingerprint it on its way to the writer.
+    let acc = Arc::new(std::sync::Mutex::new(Fingerprint::default()));
+    let child = sink
+        .children()
+        .first()
+        .map(|c| (*c).clone())
+        .ok_or_else(|| PbgError::Format {
+            path: path.to_path_buf(),
+            message: "the write plan has no input".into(),
+        })?;
+    let wrapped = FingerprintExec::wrap(child, &acc).map_err(fail)?;
+    #[allow(deprecated)]
+    let sink = sink.with_new_children(vec![wrapped]).map_err(fail)?;
+    let batches = datafusion::physical_plan::collect(sink, state.task_ctx())
+        .await
+        .map_err(fail)?;
     let rows = batches
         .iter()
         .filter_map(|b| {
@@ -97,7 +132,8 @@ pub async fn write_frame(df: DataFrame, path: &Path, format: OutputFormat) -> Re
         .sum();
     let file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
     file.sync_all().map_err(|e| PbgError::io(path, e))?;
-    Ok(rows)
+    let fingerprint = acc.lock().map(|f| f.clone()).unwrap_or_default();
+    Ok((rows, fingerprint))
 }
 
 /// The whole batch job: pass 1 into statistics, `choose` a node on them, pass 2 (the release plan)
@@ -134,9 +170,15 @@ pub fn anonymize(
     let node = choose(&ev)?;
     let indices = ev.evaluate(&node)?;
     let t2 = Instant::now();
-    let rows_out = block_on(write_release(&ctx, &ev, &node, file.temp_path(), format))??;
+    let (rows_out, written) = block_on(write_release(&ctx, &ev, &node, file.temp_path(), format))??;
     let t3 = Instant::now();
-    let (check, _) = block_on(verify_release(&ctx, &ev, file.temp_path(), Some(&node)))??;
+    let (check, _) = block_on(verify_release(
+        &ctx,
+        &ev,
+        file.temp_path(),
+        Some(&node),
+        Some(&written),
+    ))??;
     file.commit()?;
     let t4 = Instant::now();
     let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
@@ -168,7 +210,7 @@ pub async fn write_release(
     node: &[u8],
     path: &Path,
     format: OutputFormat,
-) -> Result<u64> {
+) -> Result<(u64, Fingerprint)> {
     let source = ev.dataset().input();
     let df = input::open(ctx, source, ev.dataset().profile.delimiter).await?;
     same_columns(ev, &df)?;

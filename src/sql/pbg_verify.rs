@@ -60,7 +60,7 @@ impl TableFunctionImpl for PbgVerifyFunc {
         };
         let ev = self.registry.statistics(NAME, &name, args.session())?;
         let ctx = context_of(NAME, args.session())?;
-        let (check, _) = block_on(verify_release(&ctx, &ev, &release, None))
+        let (check, _) = block_on(verify_release(&ctx, &ev, &release, None, None))
             .map_err(|e| plan(NAME, e))?
             .map_err(|e| plan(NAME, e))?;
         let mut failed = Vec::new();
