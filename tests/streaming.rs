@@ -655,3 +655,51 @@ fn a_run_killed_mid_write_leaves_the_previous_release_untouched() {
     assert!(!temp.exists(), "stale temporary file removed");
     assert_ne!(fs::read(&out).unwrap(), b"previous release");
 }
+
+/// pbg's statistics aggregate (packed keys, per partition) equals DataFusion's own
+/// `GROUP BY cols, count(*)` on the same input: adult (CSV, one file) and generated Parquet files
+/// in a directory (several partitions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_statistics_aggregate_equals_a_group_by() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in ["4", "5"] {
+        pbg_json(&[
+            "generate",
+            "adult-like",
+            "--rows",
+            "150000",
+            "--seed",
+            seed,
+            "--output",
+            dir.path()
+                .join(format!("p{seed}.parquet"))
+                .to_str()
+                .unwrap(),
+        ]);
+    }
+    let mut lake = Profile::from_toml_file(&repo(ADULT)).unwrap();
+    lake.input = pbg::input::Input::Path(dir.path().to_path_buf());
+    let cm = Profile::from_toml_file(&repo("datasets/adult/adult-cm.toml")).unwrap();
+    for p in [Profile::from_toml_file(&repo(ADULT)).unwrap(), cm, lake] {
+        let ctx = pbg::input::new_context();
+        let df = pbg::input::open(&ctx, &p.input, p.delimiter).await.unwrap();
+        let spec = pbg::encode::profile_columns(&p);
+        let fast = pbg::statistics::count_combinations(df.clone(), &p.input, &spec)
+            .await
+            .unwrap();
+        let batches = pbg::statistics::statistics_plan(df, &spec)
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let slow = pbg::encode::Combinations::gather(&batches, &spec, Some(pbg::statistics::COUNT))
+            .unwrap();
+        assert_eq!(fast.tuples, slow.tuples);
+        assert!(fast.len() > 100);
+        for (a, b) in fast.columns.iter().zip(&slow.columns) {
+            assert_eq!(a.values, b.values);
+        }
+        assert_eq!(fast.ids, slow.ids);
+        assert_eq!(fast.weights, slow.weights);
+    }
+}

@@ -4,6 +4,7 @@
 //! statistics of weight 1. Values are matched by their text form, whatever type the reader chose
 //! (an Int64 `age` of 39 matches the leaf `39`); strings are not touched again until output.
 
+mod accumulate;
 pub mod hierarchy;
 pub mod profile;
 pub mod statistics;
@@ -205,7 +206,37 @@ impl Combinations {
                 weights.extend(counts.iter().map(|c| c.unwrap_or(0)));
             }
         }
-        // Unused dictionary entries are dropped, then ids follow text order.
+        Ok(Combinations::normalize(
+            columns,
+            ids,
+            count.map(|_| weights),
+        ))
+    }
+
+    /// The distinct combinations an [`accumulate::Accumulator`] counted.
+    pub(crate) fn from_accumulator(acc: accumulate::Accumulator) -> Self {
+        let n = acc.columns.len();
+        let columns = acc.columns.clone();
+        let combos = acc.into_combos();
+        let mut ids: Vec<Vec<u32>> = vec![Vec::with_capacity(combos.len()); n];
+        let mut weights = Vec::with_capacity(combos.len());
+        for (key, w) in combos {
+            for (c, id) in ids.iter_mut().zip(key) {
+                c.push(id);
+            }
+            weights.push(w);
+        }
+        Combinations::normalize(columns, ids, Some(weights))
+    }
+
+    /// Drops values no item uses, renumbers ids in text order and, with weights, merges items
+    /// whose text forms coincide and sorts them: the same result whatever order the values and
+    /// partitions came in.
+    fn normalize(
+        mut columns: Vec<ColumnValues>,
+        mut ids: Vec<Vec<u32>>,
+        weights: Option<Vec<u64>>,
+    ) -> Self {
         for (values, out) in columns.iter_mut().zip(ids.iter_mut()) {
             let mut used = vec![false; values.values.len()];
             for &i in out.iter() {
@@ -225,14 +256,14 @@ impl Combinations {
             *values = kept;
         }
         let n = ids.first().map_or(0, Vec::len);
-        if count.is_none() {
-            return Ok(Combinations {
+        let Some(weights) = weights else {
+            return Combinations {
                 columns,
                 ids,
                 weights: None,
                 tuples: n as u64,
-            });
-        }
+            };
+        };
         let mut merged: HashMap<Vec<u32>, u64> = HashMap::with_capacity(n);
         for (r, &w) in weights.iter().enumerate() {
             let key: Vec<u32> = ids.iter().map(|c| c[r]).collect();
@@ -241,7 +272,7 @@ impl Combinations {
         let mut combos: Vec<(Vec<u32>, u64)> = merged.into_iter().filter(|(_, w)| *w > 0).collect();
         combos.sort_unstable();
         let tuples = combos.iter().map(|(_, w)| *w).sum();
-        let mut ids: Vec<Vec<u32>> = vec![Vec::with_capacity(combos.len()); spec.len()];
+        let mut ids: Vec<Vec<u32>> = vec![Vec::with_capacity(combos.len()); columns.len()];
         let mut weights = Vec::with_capacity(combos.len());
         for (key, w) in combos {
             for (c, id) in ids.iter_mut().zip(key) {
@@ -249,12 +280,12 @@ impl Combinations {
             }
             weights.push(w);
         }
-        Ok(Combinations {
+        Combinations {
             columns,
             ids,
             weights: Some(weights),
             tuples,
-        })
+        }
     }
 
     /// Tuples per item.

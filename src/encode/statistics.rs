@@ -7,6 +7,7 @@
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
+use super::accumulate::Accumulator;
 use crate::encode::{Combinations, CountColumn, Dataset, profile_columns};
 use crate::error::{PbgError, Result};
 use crate::input::{self, block_on, df_error};
@@ -24,19 +25,65 @@ pub fn statistics_plan(
     df.aggregate(group, vec![count_all().alias(COUNT)])
 }
 
-/// Runs the statistics plan of `df` over `spec`'s columns and gathers the combinations (text
-/// forms, nulls replaced or refused).
+/// Counts the distinct combinations of `spec`'s columns of `df` (text forms, nulls replaced or
+/// refused): each of the table's partitions is counted by pbg's aggregate on packed keys as it
+/// streams, then the partitions' counts are merged. Memory (the distinct combinations) is reserved
+/// in the session's memory pool.
 pub async fn count_combinations(
     df: DataFrame,
     input: &input::Input,
     spec: &[CountColumn],
 ) -> Result<Combinations> {
+    use datafusion::execution::memory_pool::MemoryConsumer;
+    use futures::StreamExt;
+
     for c in spec {
         input::column_index(input, df.schema().as_arrow(), &c.name)?;
     }
-    let plan = statistics_plan(df, spec).map_err(|e| df_error(input, e))?;
-    let batches = plan.collect().await.map_err(|e| df_error(input, e))?;
-    Combinations::gather(&batches, spec, Some(COUNT))
+    let pool = df.task_ctx().memory_pool().clone();
+    let df = df
+        .select(
+            spec.iter()
+                .map(|c| input::column(&c.name))
+                .collect::<Vec<_>>(),
+        )
+        .map_err(|e| df_error(input, e))?;
+    let streams = df
+        .execute_stream_partitioned()
+        .await
+        .map_err(|e| df_error(input, e))?;
+    let tasks: Vec<_> = streams
+        .into_iter()
+        .map(|mut stream| {
+            let spec = spec.to_vec();
+            let source = input.clone();
+            let reservation = MemoryConsumer::new("pbg class statistics").register(&pool);
+            tokio::spawn(async move {
+                let mut acc = Accumulator::new(spec.len());
+                while let Some(batch) = stream.next().await {
+                    let batch = batch.map_err(|e| df_error(&source, e))?;
+                    acc.add_batch(&spec, &batch)?;
+                    reservation
+                        .try_resize(acc.size())
+                        .map_err(|e| df_error(&source, e))?;
+                }
+                Ok::<_, PbgError>(acc)
+            })
+        })
+        .collect();
+    let mut total: Option<Accumulator> = None;
+    for task in tasks {
+        let acc = task.await.map_err(|e| df_error(input, e))??;
+        total = Some(match total {
+            None => acc,
+            // Merge the smaller into the larger.
+            Some(t) if t.rows >= acc.rows => t.merge(acc),
+            Some(t) => acc.merge(t),
+        });
+    }
+    Ok(Combinations::from_accumulator(
+        total.unwrap_or_else(|| Accumulator::new(spec.len())),
+    ))
 }
 
 /// Names the first row of the culprit in errors raised without one (the parallel passes do not

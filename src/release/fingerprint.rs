@@ -1,6 +1,6 @@
 //! An order-independent fingerprint of a table's rows by their text: every value is hashed with
 //! its column's name, a row's hash mixes its values', and the table's fingerprint sums its rows'
-//! hashes (two independent 64-bit lanes) and counts them. Two tables have equal fingerprints when
+//! 64-bit hashes and counts them. Two tables have equal fingerprints when
 //! they hold the same multiset of rows, whatever their row order, column order, partitioning or
 //! file format — so the verifier can check that a release keeps every passed-through value byte
 //! for byte, on the row it belongs to. Per-column sums say which column differs.
@@ -22,11 +22,14 @@ use crate::input::{Input, df_error};
 pub struct Fingerprint {
     /// Rows.
     pub rows: u64,
-    /// Σ over rows of the row hash, two lanes.
-    pub lanes: [u64; 2],
+    /// Σ over rows of the (mixed) row hash.
+    pub sum: u64,
     /// Per column: Σ over rows of the value hash (which column differs).
     pub columns: BTreeMap<String, u64>,
 }
+
+/// The hash seed (fixed: the same text hashes the same in both tables of one comparison).
+const SEED: u64 = 0x5eed_0001;
 
 /// A fixed-key hasher: the same text hashes the same in both tables of one comparison.
 fn hash_text(seed: u64, column: &str, text: &str) -> u64 {
@@ -51,38 +54,42 @@ impl Fingerprint {
     /// Adds a batch's rows. A null counts as the empty text (a CSV file cannot tell them apart).
     pub fn add(&mut self, batch: &RecordBatch) -> Result<()> {
         let n = batch.num_rows();
-        let mut acc = [vec![0u64; n], vec![0u64; n]];
+        let mut rows = vec![0u64; n];
         for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
             let name = field.name();
             let text = text_column(column)?;
+            // One hash per distinct value; the null key (if any) last.
+            let mut hashes: Vec<u64> = (0..text.values.len())
+                .map(|i| {
+                    let v = if text.values.is_null(i) {
+                        ""
+                    } else {
+                        text.values.value(i)
+                    };
+                    hash_text(SEED, name, v)
+                })
+                .collect();
             let mut col_sum = 0u64;
-            for (lane, seed) in [(0usize, 0x5eed_0001u64), (1, 0x5eed_0002)] {
-                let hashes: Vec<u64> = (0..text.values.len())
-                    .map(|i| {
-                        let v = if text.values.is_null(i) {
-                            ""
-                        } else {
-                            text.values.value(i)
-                        };
-                        hash_text(seed, name, v)
-                    })
-                    .collect();
-                let null = hash_text(seed, name, "");
-                for (r, key) in text.keys.iter().enumerate() {
-                    let h = key.map_or(null, |k| hashes[k as usize]);
-                    acc[lane][r] = acc[lane][r].wrapping_add(h);
-                    if lane == 0 {
-                        col_sum = col_sum.wrapping_add(h);
-                    }
+            if text.keys.null_count() == 0 {
+                for (r, &k) in rows.iter_mut().zip(text.keys.values().iter()) {
+                    let h = hashes[k as usize];
+                    *r = r.wrapping_add(h);
+                    col_sum = col_sum.wrapping_add(h);
+                }
+            } else {
+                hashes.push(hash_text(SEED, name, ""));
+                let null = hashes.len() - 1;
+                for (r, k) in rows.iter_mut().zip(text.keys.iter()) {
+                    let h = hashes[k.map_or(null, |k| k as usize)];
+                    *r = r.wrapping_add(h);
+                    col_sum = col_sum.wrapping_add(h);
                 }
             }
             let entry = self.columns.entry(name.clone()).or_default();
             *entry = entry.wrapping_add(col_sum);
         }
-        for (lane, sums) in acc.iter().enumerate() {
-            for &s in sums {
-                self.lanes[lane] = self.lanes[lane].wrapping_add(mix(s ^ lane as u64));
-            }
+        for s in rows {
+            self.sum = self.sum.wrapping_add(mix(s));
         }
         self.rows += n as u64;
         Ok(())
@@ -91,9 +98,7 @@ impl Fingerprint {
     /// Adds another fingerprint (of other rows).
     pub fn merge(&mut self, other: &Fingerprint) {
         self.rows += other.rows;
-        for lane in 0..2 {
-            self.lanes[lane] = self.lanes[lane].wrapping_add(other.lanes[lane]);
-        }
+        self.sum = self.sum.wrapping_add(other.sum);
         for (name, sum) in &other.columns {
             let entry = self.columns.entry(name.clone()).or_default();
             *entry = entry.wrapping_add(*sum);

@@ -1,0 +1,235 @@
+//! The class-statistics aggregate pbg runs over a table's DataFusion partitions: each partition's
+//! batches are counted into distinct combinations of the profile's columns — every value gets an id
+//! by its text the first time it is seen, ids are packed into one integer key (widened, and the
+//! counts repacked, only when a column's dictionary outgrows its bits) and counted in an
+//! open-addressing table — and the partitions' counts are merged. It computes what `GROUP BY cols,
+//! count(*)` computes ([`super::statistics::statistics_plan`], the form a cluster distributes) on
+//! packed integer keys, and keeps its memory inside the session's pool.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use arrow::array::Array;
+use arrow::record_batch::RecordBatch;
+
+use super::{ColumnValues, CountColumn};
+use crate::classes::counter::Counter;
+use crate::classes::key::bits_for;
+use crate::error::{PbgError, Result};
+use crate::input::text::text_column;
+
+/// Counting state of one partition (or of several merged ones).
+pub(crate) struct Accumulator {
+    pub(crate) columns: Vec<ColumnValues>,
+    bits: Vec<u32>,
+    shifts: Vec<u32>,
+    packed: Counter,
+    /// Used instead of `packed` once the ids no longer fit 63 bits.
+    wide: Option<HashMap<Vec<u32>, u64>>,
+    pub(crate) rows: u64,
+}
+
+impl Accumulator {
+    pub(crate) fn new(n: usize) -> Self {
+        let mut a = Accumulator {
+            columns: vec![ColumnValues::default(); n],
+            bits: vec![0; n],
+            shifts: vec![0; n],
+            packed: Counter::with_capacity(1024),
+            wide: None,
+            rows: 0,
+        };
+        a.layout();
+        a
+    }
+
+    fn layout(&mut self) {
+        let mut shift = 0;
+        for (s, &b) in self.shifts.iter_mut().zip(&self.bits) {
+            *s = shift;
+            shift += b;
+        }
+    }
+
+    fn unpack(&self, key: u64) -> Vec<u32> {
+        self.bits
+            .iter()
+            .zip(&self.shifts)
+            .map(|(&b, &s)| ((key >> s) & ((1u64 << b) - 1)) as u32)
+            .collect()
+    }
+
+    fn pack(&self, ids: &[u32]) -> u64 {
+        ids.iter()
+            .zip(&self.shifts)
+            .fold(0u64, |k, (&id, &s)| k | ((id as u64) << s))
+    }
+
+    /// Bytes held (for the memory pool).
+    pub(crate) fn size(&self) -> usize {
+        let values: usize = self
+            .columns
+            .iter()
+            .map(|c| c.values.iter().map(|v| v.len() * 2 + 64).sum::<usize>())
+            .sum();
+        let combos = match &self.wide {
+            Some(m) => m.len() * (self.columns.len() * 4 + 48),
+            None => self.packed.len() * 32,
+        };
+        values + combos
+    }
+
+    /// Widens the key layout so that every current id fits, repacking the counts (or moving them
+    /// to the wide map when 63 bits no longer suffice).
+    fn fit(&mut self) {
+        if self.wide.is_some() {
+            return;
+        }
+        let need: Vec<u32> = self
+            .columns
+            .iter()
+            .map(|c| bits_for(c.values.len()))
+            .collect();
+        if need.iter().zip(&self.bits).all(|(n, b)| n <= b) {
+            return;
+        }
+        // Grow by a margin so that repacking stays rare.
+        let bits: Vec<u32> = need
+            .iter()
+            .zip(&self.bits)
+            .map(|(&n, &b)| if n <= b { b } else { n + 1 })
+            .collect();
+        let old = std::mem::replace(&mut self.packed, Counter::with_capacity(8)).into_pairs();
+        let old_combos: Vec<(Vec<u32>, u64)> =
+            old.iter().map(|&(k, c)| (self.unpack(k), c)).collect();
+        if bits.iter().sum::<u32>() > 63 {
+            self.wide = Some(old_combos.into_iter().collect());
+            return;
+        }
+        self.bits = bits;
+        self.layout();
+        self.packed = Counter::with_capacity(old_combos.len().max(1024));
+        for (ids, count) in old_combos {
+            let key = self.pack(&ids);
+            self.packed.add(key, count);
+        }
+    }
+
+    fn add_combo(&mut self, ids: Vec<u32>, count: u64) {
+        match &mut self.wide {
+            Some(map) => *map.entry(ids).or_default() += count,
+            None => {
+                let key = self.pack(&ids);
+                self.packed.add(key, count);
+            }
+        }
+    }
+
+    /// Counts one record batch whose columns are `spec`'s, in order.
+    pub(crate) fn add_batch(&mut self, spec: &[CountColumn], batch: &RecordBatch) -> Result<()> {
+        let n = batch.num_rows();
+        let mut keys: Vec<Cow<'_, [u32]>> = Vec::with_capacity(spec.len());
+        let mut local_ids: Vec<Vec<u32>> = Vec::with_capacity(spec.len());
+        let mut texts = Vec::with_capacity(spec.len());
+        for i in 0..spec.len() {
+            texts.push(text_column(batch.column(i))?);
+        }
+        for ((c, text), values) in spec.iter().zip(&texts).zip(self.columns.iter_mut()) {
+            // A null inside the dictionary counts as a null row.
+            let fill = c.null_as.as_deref().map(|f| values.id(f));
+            let mut ids: Vec<u32> = (0..text.values.len())
+                .map(|i| {
+                    if text.values.is_null(i) {
+                        fill.unwrap_or(u32::MAX)
+                    } else {
+                        values.id(text.values.value(i))
+                    }
+                })
+                .collect();
+            let null = || PbgError::NullValue {
+                column: c.name.clone(),
+                row: 0,
+                hint: c.null_hint.clone(),
+            };
+            let column_keys: Cow<'_, [u32]> = if text.keys.null_count() == 0 {
+                Cow::Borrowed(text.keys.values())
+            } else {
+                match fill {
+                    Some(fill) => {
+                        let null_key = ids.len() as u32;
+                        ids.push(fill);
+                        Cow::Owned(text.keys.iter().map(|k| k.unwrap_or(null_key)).collect())
+                    }
+                    None => return Err(null()),
+                }
+            };
+            if ids.contains(&u32::MAX) && column_keys.iter().any(|&k| ids[k as usize] == u32::MAX) {
+                return Err(null());
+            }
+            keys.push(column_keys);
+            local_ids.push(ids);
+        }
+        self.fit();
+        self.rows += n as u64;
+        if self.wide.is_some() {
+            for r in 0..n {
+                let ids: Vec<u32> = keys
+                    .iter()
+                    .zip(&local_ids)
+                    .map(|(k, m)| m[k[r] as usize])
+                    .collect();
+                self.add_combo(ids, 1);
+            }
+            return Ok(());
+        }
+        // Packed keys, one column at a time over the batch (vectorizable), then counted.
+        let mut packed = vec![0u64; n];
+        for ((k, m), &s) in keys.iter().zip(&local_ids).zip(&self.shifts) {
+            for (p, &key) in packed.iter_mut().zip(k.iter()) {
+                *p |= (m[key as usize] as u64) << s;
+            }
+        }
+        for p in packed {
+            self.packed.add(p, 1);
+        }
+        Ok(())
+    }
+
+    /// Adds another accumulator's counts, translating its ids.
+    pub(crate) fn merge(mut self, other: Accumulator) -> Accumulator {
+        let maps: Vec<Vec<u32>> = self
+            .columns
+            .iter_mut()
+            .zip(&other.columns)
+            .map(|(mine, theirs)| theirs.values.iter().map(|v| mine.id(v)).collect())
+            .collect();
+        self.fit();
+        self.rows += other.rows;
+        for (ids, count) in other.into_combos() {
+            let ids = ids.iter().zip(&maps).map(|(&i, m)| m[i as usize]).collect();
+            self.add_combo(ids, count);
+        }
+        self
+    }
+
+    /// The distinct combinations with their counts.
+    pub(crate) fn into_combos(self) -> Vec<(Vec<u32>, u64)> {
+        match self.wide {
+            Some(map) => map.into_iter().collect(),
+            None => {
+                let cells = self.packed.into_pairs();
+                let mut out = Vec::with_capacity(cells.len());
+                for (k, c) in cells {
+                    let ids = self
+                        .bits
+                        .iter()
+                        .zip(&self.shifts)
+                        .map(|(&b, &s)| ((k >> s) & ((1u64 << b) - 1)) as u32)
+                        .collect();
+                    out.push((ids, c));
+                }
+                out
+            }
+        }
+    }
+}
