@@ -763,3 +763,123 @@ fn sql_copy_never_overwrites_what_the_query_reads() {
     assert_eq!(fs::read_dir(&lake).unwrap().count(), 1);
     assert_eq!(fs::read(&data).unwrap(), before);
 }
+
+#[test]
+fn nested_kept_columns_pass_through_a_parquet_release() {
+    use arrow::array::{ArrayRef, Int64Array, ListArray, StringArray, StructArray};
+    use arrow::datatypes::{DataType, Field, Int32Type};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("n.parquet");
+    let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13053", "13068", "13068"]));
+    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "flu", "cold"]));
+    let meta: ArrayRef = Arc::new(StructArray::from(vec![
+        (
+            Arc::new(Field::new("a", DataType::Int64, false)),
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef,
+        ),
+        (
+            Arc::new(Field::new("b", DataType::Utf8, false)),
+            Arc::new(StringArray::from(vec!["x", "y", "z", "w"])) as ArrayRef,
+        ),
+    ]));
+    let tags: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2)]),
+        Some(vec![Some(3)]),
+        Some(vec![]),
+        None,
+    ]));
+    parquet(
+        &input,
+        vec![
+            ("zip", zip),
+            ("disease", disease),
+            ("meta", meta),
+            ("tags", tags),
+        ],
+    );
+    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+    let out = dir.path().join("r.parquet");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
+    assert_eq!(v["ok"], true);
+    // A CSV release cannot hold them: refused before any work, naming the column.
+    let csv = dir.path().join("r.csv");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(err.contains("`meta`") && err.contains(".parquet"), "{err}");
+}
+
+#[test]
+fn correlation_on_parquet_with_several_row_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("g.parquet");
+    // 2^20 + 1 rows: two row groups.
+    pbg_json(&[
+        "generate",
+        "adult-like",
+        "--rows",
+        "1048577",
+        "--output",
+        input.to_str().unwrap(),
+    ]);
+    let m = pbg_json(&[
+        "correlate",
+        "--input",
+        input.to_str().unwrap(),
+        "--columns",
+        "sex,race,sex",
+        "--format",
+        "json",
+    ]);
+    let phi = m["phi_squared"][0][1].as_f64().unwrap();
+    assert!(phi < 0.05, "phi²(sex, race) = {phi}");
+    assert!((m["phi_squared"][0][2].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert_eq!(m["chi_square"][0][2].as_f64().unwrap().round(), 1048577.0);
+}
+
+#[test]
+fn sql_expressions_of_thousands_of_terms_plan() {
+    let q = format!("SELECT {}", vec!["1"; 3000].join("+"));
+    let o = pbg(&["sql", "--format", "csv", "-c", &q]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("3000"));
+}
+
+#[test]
+fn a_hierarchy_with_another_delimiter_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(dir.path(), "d.csv", "zip,disease\n13053,flu\n13068,cold\n");
+    for (name, text, said) in [
+        ("tab.csv", "13053\t1305*\t*\n13068\t1306*\t*\n", "tab"),
+        ("bar.csv", "13053|1305*|*\n13068|1306*|*\n", "`|`"),
+    ] {
+        let h = write(dir.path(), name, text);
+        let p = write(
+            dir.path(),
+            "p.toml",
+            &format!(
+                "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = \"{h}\"\n"
+            ),
+        );
+        let err = fails(&["evaluate", &p, "--node", "0"]);
+        assert!(
+            err.contains(said) && err.contains("delimiter is probably wrong"),
+            "{err}"
+        );
+    }
+}

@@ -141,10 +141,24 @@ async fn interactive(ctx: &SessionContext, format: Format) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Runs `pbg sql`.
+/// Stack for SQL planning and execution: DataFusion walks expressions recursively, and a query of
+/// a few thousand terms needs more than a default thread's 8 MiB.
+const SQL_STACK: usize = 512 << 20;
+
+/// Runs `pbg sql` on threads with a large stack (the statements are planned on the calling thread).
 pub fn run(a: SqlArgs) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("pbg-sql".into())
+        .stack_size(SQL_STACK)
+        .spawn(move || run_on_this_thread(a))?
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn run_on_this_thread(a: SqlArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(SQL_STACK)
         .build()?;
     rt.block_on(async {
         let ctx = context(&a).await?;

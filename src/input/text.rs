@@ -30,6 +30,7 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
         DataType::Dictionary(_, v) => cast(column, &dict_type(v))?,
         DataType::Utf8 | DataType::LargeUtf8 => cast(column, &dict_type(&DataType::Utf8))?,
         t if t.is_primitive() => cast(column, &dict_type(t))?,
+        t if t.is_nested() => cast(&display_text(column)?, &dict_type(&DataType::Utf8))?,
         _ => cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?,
     };
     let dict = dict.as_dictionary::<UInt32Type>();
@@ -38,4 +39,21 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
         keys: dict.keys().clone(),
         values: values.as_string::<i32>().clone(),
     })
+}
+
+/// Nested values (structs, lists, maps) as their display text, which no cast provides.
+fn display_text(column: &ArrayRef) -> Result<ArrayRef> {
+    use arrow::array::Array;
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let formatter = ArrayFormatter::try_new(column.as_ref(), &FormatOptions::default())?;
+    let values: StringArray = (0..column.len())
+        .map(|r| {
+            if column.is_null(r) {
+                None
+            } else {
+                Some(formatter.value(r).to_string())
+            }
+        })
+        .collect();
+    Ok(std::sync::Arc::new(values))
 }

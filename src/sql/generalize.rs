@@ -6,8 +6,7 @@ use std::sync::{Arc, LazyLock};
 use arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature,
-    Volatility,
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use super::registry::Registry;
@@ -46,7 +45,7 @@ impl GeneralizeFunc {
     /// Creates the function over a registry.
     pub fn new(registry: Arc<Registry>) -> Self {
         GeneralizeFunc {
-            signature: Signature::one_of(vec![TypeSignature::Any(3)], Volatility::Immutable),
+            signature: Signature::user_defined(Volatility::Immutable),
             registry,
         }
     }
@@ -84,6 +83,16 @@ impl ScalarUDFImpl for GeneralizeFunc {
 
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if arg_types.len() != 3 {
+            return plan_err!(
+                "generalize: expected generalize(value, 'hierarchy', level), got {} argument(s)",
+                arg_types.len()
+            );
+        }
+        Ok(arg_types.to_vec())
     }
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {

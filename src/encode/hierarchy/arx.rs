@@ -33,6 +33,15 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
         .trim_end_matches(['\r', '\n'])
         .split(delimiter as char)
         .count();
+    // A file separated by something else reads as one level: say which separator it uses.
+    if width == 1
+        && let Some(sep) = ['\t', '|'].into_iter().find(|c| first.contains(*c))
+    {
+        let name = if sep == '\t' { "tab" } else { "`|`" };
+        return Err(err(format!(
+            "its first line has no `;` or `,` but a {name}: the delimiter is probably wrong (ARX hierarchy files separate levels with `;` or `,`)"
+        )));
+    }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| PbgError::io(path, e))?;
     let schema = Arc::new(Schema::new(
