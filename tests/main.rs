@@ -3,6 +3,7 @@
 mod adult;
 mod cli_errors;
 mod common;
+mod fuzz;
 mod golden;
 mod naive;
 mod release;

@@ -883,3 +883,21 @@ fn a_hierarchy_with_another_delimiter_says_so() {
         );
     }
 }
+
+#[test]
+fn a_null_as_that_is_no_leaf_names_the_first_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(dir.path(), "d.csv", "zip,disease\n1,flu\n,cold\n2,flu\n");
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nnull_as = \"0\"\nhierarchy = {{ type = \"table\", rows = [[\"1\", \"*\"], [\"2\", \"*\"]] }}\n"
+        ),
+    );
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("`0`") && err.contains("row 2") && err.contains("null_as"),
+        "{err}"
+    );
+}

@@ -512,3 +512,39 @@ async fn a_sql_release_runs_in_a_small_memory_pool() {
         vec![vec!["300000".to_string(), "true".to_string()]]
     );
 }
+
+/// A hierarchy may be a registered table (leaf column, then one column per level): the same
+/// indices as the same hierarchy written inline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hierarchy_from_a_registered_table() {
+    let ctx = pbg::input::new_context();
+    pbg::sql::register(&ctx);
+    let t1 = repo("datasets/t1/t1.csv");
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move { rows(&ctx.sql(&sql).await.unwrap().collect().await.unwrap()).unwrap() }
+    };
+    run("CREATE TABLE age_levels (leaf VARCHAR, l1 VARCHAR, l2 VARCHAR, l3 VARCHAR) AS VALUES \
+         ('26','(25,35]','(15,35]','*'), ('28','(25,35]','(15,35]','*'), ('31','(25,35]','(15,35]','*'), \
+         ('39','(35,45]','(35,55]','*'), ('41','(35,45]','(35,55]','*'), ('42','(35,45]','(35,55]','*'), \
+         ('47','(45,55]','(35,55]','*'), ('49','(45,55]','(35,55]','*'), ('50','(45,55]','(35,55]','*'), \
+         ('55','(45,55]','(35,55]','*')"
+        .to_string())
+    .await;
+    let toml = format!(
+        "input = \"{}\"\nsensitive = \"marital\"\nidentifiers = [\"id\"]\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\", steps = 3 }}\n[[qi]]\nname = \"age\"\nhierarchy = {{ type = \"sql\", table = \"age_levels\" }}\n",
+        t1.display()
+    );
+    run(format!("SELECT * FROM pbg_profile('s', '{toml}')")).await;
+    run(format!(
+        "SELECT * FROM pbg_profile('inline', '{}')",
+        repo("datasets/t1/t1.toml").display()
+    ))
+    .await;
+    for node in ["1,1", "2,2", "0,3"] {
+        let q = |p: &str| {
+            format!("SELECT classes, k, l_distinct, glm FROM pbg_evaluate('{p}', '{node}')")
+        };
+        assert_eq!(run(q("s")).await, run(q("inline")).await, "node {node}");
+    }
+}

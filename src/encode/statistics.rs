@@ -4,6 +4,7 @@
 //! The engine evaluates them as a weighted dataset: every node index comes out the same as from the
 //! rows. The rows themselves (for per-tuple vectors) are read by the same plane, in file order.
 
+use arrow::array::Array;
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
@@ -107,9 +108,23 @@ pub async fn with_row(ctx: &SessionContext, profile: &Profile, e: PbgError) -> P
             row: 0,
             source_name,
         } => {
-            let row = input::locate(ctx, &profile.input, delimiter, &column, Some(&value))
+            let mut row = input::locate(ctx, &profile.input, delimiter, &column, Some(&value))
                 .await
                 .unwrap_or(0);
+            let mut source_name = source_name;
+            let fill = profile
+                .qis
+                .iter()
+                .find(|q| q.name == column)
+                .and_then(|q| q.null_as.as_deref());
+            if row == 0 && fill == Some(value.as_str()) {
+                // The value stands for nulls (`null_as`): name the first null.
+                row = input::locate(ctx, &profile.input, delimiter, &column, None)
+                    .await
+                    .unwrap_or(0);
+                source_name =
+                    format!("{source_name}; it is this QI's `null_as`, given to its nulls");
+            }
             PbgError::ValueNotInHierarchy {
                 column,
                 value,
@@ -121,8 +136,51 @@ pub async fn with_row(ctx: &SessionContext, profile: &Profile, e: PbgError) -> P
     }
 }
 
+/// The profile with every hierarchy declared as a registered table (`type = "sql"`) read from
+/// `ctx` now: the table's first column holds the leaves, each further column one level.
+pub async fn resolve_hierarchy_tables(ctx: &SessionContext, profile: &Profile) -> Result<Profile> {
+    use crate::encode::hierarchy::HierarchySpec;
+    let mut profile = profile.clone();
+    for q in &mut profile.qis {
+        let HierarchySpec::Sql { table } = &q.hierarchy else {
+            continue;
+        };
+        let source = input::Input::Table(table.clone());
+        let df = input::open(ctx, &source, b',').await?;
+        let batches = df.collect().await.map_err(|e| df_error(&source, e))?;
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for batch in &batches {
+            let texts = batch
+                .columns()
+                .iter()
+                .map(crate::encode::text_column)
+                .collect::<Result<Vec<_>>>()?;
+            for r in 0..batch.num_rows() {
+                let mut row = Vec::with_capacity(texts.len());
+                for (l, t) in texts.iter().enumerate() {
+                    if t.keys.is_null(r) {
+                        return Err(PbgError::Hierarchy {
+                            column: q.name.clone(),
+                            source_name: format!("table `{table}`"),
+                            message: format!(
+                                "row {} has an empty label at level {l}",
+                                rows.len() + 1
+                            ),
+                        });
+                    }
+                    row.push(t.values.value(t.keys.values()[r] as usize).to_string());
+                }
+                rows.push(row);
+            }
+        }
+        q.hierarchy = HierarchySpec::Table { rows };
+    }
+    Ok(profile)
+}
+
 /// Pass 1 on `ctx`: the profile's input read into class statistics and encoded.
 pub async fn statistics_in(ctx: &SessionContext, profile: &Profile) -> Result<Dataset> {
+    let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
         let df = input::open(ctx, &profile.input, profile.delimiter).await?;
         let schema = df.schema().inner().clone();
@@ -138,6 +196,7 @@ pub async fn statistics_in(ctx: &SessionContext, profile: &Profile) -> Result<Da
 /// The profile's rows on `ctx`, in file order, encoded (one tuple per row): what per-tuple
 /// vectors and slicing need.
 pub async fn rows_in(ctx: &SessionContext, profile: &Profile) -> Result<Dataset> {
+    let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
         // One partition, so that rows come in file order.
         let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())

@@ -43,6 +43,12 @@ pub enum HierarchySpec {
         #[serde(default = "default_mask_char")]
         char: char,
     },
+    /// A table registered in the SQL session: the leaf column, then one column per level
+    /// (`hierarchy = { type = "sql", table = "age_levels" }`); read when a query reads the profile.
+    Sql {
+        /// The registered table's name.
+        table: String,
+    },
     /// Dates `YYYY-MM-DD...`: day → month → year (→ decade) → `*`.
     Date {
         /// Coarser levels in order, from `month`, `year`, `decade` (default month, year).
@@ -69,13 +75,15 @@ impl HierarchySpec {
         }
     }
 
-    /// Whether the leaves come from the data (intervals, masking, dates) rather than a table.
+    /// Whether the hierarchy needs the data or the session (intervals, masking, dates, SQL tables)
+    /// rather than only its declaration.
     pub fn is_data_driven(&self) -> bool {
         matches!(
             self,
             HierarchySpec::Interval { .. }
                 | HierarchySpec::Mask { .. }
                 | HierarchySpec::Date { .. }
+                | HierarchySpec::Sql { .. }
         )
     }
 
@@ -94,6 +102,11 @@ impl HierarchySpec {
             } => interval::build(column, values, widths, *origin, cuts),
             HierarchySpec::Mask { steps, char } => mask::build(column, values, *steps, *char),
             HierarchySpec::Date { levels } => date::build(column, values, levels),
+            HierarchySpec::Sql { table } => Err(crate::error::PbgError::Hierarchy {
+                column: column.to_string(),
+                source_name: format!("table `{table}`"),
+                message: "a hierarchy from a registered table needs a SQL session: declare the profile with pbg_profile (or read it through pbg::statistics on a SessionContext)".into(),
+            }),
         }
     }
 }
