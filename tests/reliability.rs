@@ -901,3 +901,55 @@ fn a_null_as_that_is_no_leaf_names_the_first_null() {
         "{err}"
     );
 }
+
+#[test]
+fn lattices_too_large_to_enumerate_are_refused_with_their_exact_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // 16 QIs, each masked over 15 steps: 16^16 = 2^64 nodes.
+    let cols: Vec<String> = (0..16).map(|i| format!("q{i}")).collect();
+    let a = "1".repeat(15);
+    let b = "2".repeat(15);
+    let mut text = cols.join(",") + ",s\n";
+    for (v, s) in [(&a, "x"), (&b, "y"), (&a, "y")] {
+        text.push_str(&vec![v.as_str(); 16].join(","));
+        text.push_str(&format!(",{s}\n"));
+    }
+    let data = write(dir.path(), "w.csv", &text);
+    let qis: String = cols
+        .iter()
+        .map(|c| format!("[[qi]]\nname = \"{c}\"\nhierarchy = {{ type = \"mask\", steps = 15 }}\n"))
+        .collect();
+    let p = write(
+        dir.path(),
+        "w.toml",
+        &format!("input = \"{data}\"\nsensitive = \"s\"\n{qis}"),
+    );
+    let err = fails(&["lattice", &p]);
+    assert!(
+        err.contains("18446744073709551616 nodes") && err.contains("--algorithm ea"),
+        "{err}"
+    );
+    let node = vec!["1"; 16].join(",");
+    let out = pbg(&["evaluate", &p, "--node", &node]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\"lattice_size\":\"18446744073709551616\""),
+        "{text:.200}"
+    );
+    let ea = pbg_json(&[
+        "search",
+        &p,
+        "--objectives",
+        "k,glm",
+        "--algorithm",
+        "ea",
+        "--iterations",
+        "3",
+    ]);
+    assert!(!ea["front"].as_array().unwrap().is_empty());
+}

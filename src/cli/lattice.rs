@@ -45,7 +45,7 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     match a.format {
         Format::Json => {
-            let size = ev.lattice().size();
+            let size = ev.lattice().size_exact();
             let with_cm = ev.dataset().class.is_some();
             let rows: Vec<serde_json::Value> = all
                 .iter()

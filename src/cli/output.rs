@@ -5,11 +5,11 @@ use serde_json::{Map, Value, json};
 
 /// The `evaluate` fields of a node: `node`, `lattice_size`, then every index in the order of
 /// [`pbg::indices::INDICES`] (`cm` only with a class attribute).
-pub fn indices_json(ix: &NodeIndices, lattice_size: usize, with_cm: bool) -> Map<String, Value> {
+pub fn indices_json(ix: &NodeIndices, lattice_size: u128, with_cm: bool) -> Map<String, Value> {
     use pbg::indices::{INDICES, Kind};
     let mut m = Map::new();
     m.insert("node".into(), json!(ix.node));
-    m.insert("lattice_size".into(), json!(lattice_size));
+    m.insert("lattice_size".into(), size_json(lattice_size));
     for info in INDICES.iter() {
         let v = match info.kind {
             Kind::Count => json!((info.value)(ix) as u64),
@@ -34,4 +34,13 @@ pub fn key_value_table(m: &Map<String, Value>) -> String {
         out.push_str(&format!("{k:<width$}  {text}\n"));
     }
     out
+}
+
+/// A lattice size as a JSON number, or as a decimal string beyond 2^64 − 1 (JSON numbers that
+/// large are not exact in most readers).
+pub fn size_json(size: u128) -> Value {
+    match u64::try_from(size) {
+        Ok(n) => json!(n),
+        Err(_) => Value::String(size.to_string()),
+    }
 }

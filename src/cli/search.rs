@@ -104,7 +104,7 @@ pub fn result_json(r: &SearchResult) -> Value {
     json!({
         "algorithm": r.algorithm,
         "objectives": r.objectives.iter().map(Objective::name).collect::<Vec<_>>(),
-        "lattice_size": r.lattice_size,
+        "lattice_size": super::output::size_json(r.lattice_size),
         "evaluations": r.evaluations,
         "front": front,
     })

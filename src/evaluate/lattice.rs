@@ -2,6 +2,9 @@
 
 use crate::error::{PbgError, Result};
 
+/// The most nodes a command enumerates one by one (a sweep keeps a few bytes per node).
+pub const MAX_ENUMERATED: u128 = 100_000_000;
+
 /// A lattice node: the generalization level of each QI, in profile order.
 pub type Node = Vec<u8>;
 
@@ -22,9 +25,33 @@ impl Lattice {
         &self.heights
     }
 
-    /// Number of nodes Π(N_i + 1).
+    /// Number of nodes Π(N_i + 1), exactly (saturating at 2^128 − 1).
+    pub fn size_exact(&self) -> u128 {
+        self.heights
+            .iter()
+            .fold(1u128, |acc, &h| acc.saturating_mul(h as u128 + 1))
+    }
+
+    /// Number of nodes Π(N_i + 1) as a `usize` (saturating: check [`Self::enumerable`] before
+    /// indexing nodes).
     pub fn size(&self) -> usize {
-        self.heights.iter().map(|&h| h as usize + 1).product()
+        usize::try_from(self.size_exact()).unwrap_or(usize::MAX)
+    }
+
+    /// Fails, giving the exact size, when the lattice is too large to enumerate node by node
+    /// (more than [`MAX_ENUMERATED`] nodes): `what` names the command that would.
+    pub fn enumerable(&self, what: &str) -> Result<()> {
+        let size = self.size_exact();
+        if size <= MAX_ENUMERATED {
+            return Ok(());
+        }
+        Err(PbgError::argument(
+            what,
+            format!(
+                "the lattice has {size} nodes ({} QIs); enumerating more than {MAX_ENUMERATED} is refused: search it with PBG-EA (`pbg search --algorithm ea`, `pbg_search(.., 'ea')`) or apply a node directly (`--node`)",
+                self.heights.len()
+            ),
+        ))
     }
 
     /// The bottom node (all zeros).

@@ -16,6 +16,7 @@ impl Evaluator {
     /// cache when its children read it. `progress` is called once per evaluated node. Results are
     /// in lattice index order.
     pub fn evaluate_lattice(&self, progress: &(dyn Fn() + Sync)) -> Result<Vec<NodeIndices>> {
+        self.lattice.enumerable("lattice size")?;
         let size = self.lattice.size();
         let groups: Vec<Vec<f64>> = self
             .dataset

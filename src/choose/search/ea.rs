@@ -171,7 +171,7 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
     Ok(SearchResult {
         algorithm: "ea",
         objectives: objectives.to_vec(),
-        lattice_size: ev.lattice().size(),
+        lattice_size: ev.lattice().size_exact(),
         evaluations: cache.evaluations(),
         front: archive.points(),
     })

@@ -46,7 +46,7 @@ pub struct SearchResult {
     /// The objectives, in the order given.
     pub objectives: Vec<Objective>,
     /// Nodes in the lattice.
-    pub lattice_size: usize,
+    pub lattice_size: u128,
     /// Unique nodes evaluated.
     pub evaluations: usize,
     /// The minimal PBGs found (the exact front, or the archive).
@@ -70,7 +70,7 @@ pub fn exhaustive(ev: &Evaluator, objectives: &[Objective]) -> Result<SearchResu
     Ok(SearchResult {
         algorithm: "exhaustive",
         objectives: objectives.to_vec(),
-        lattice_size: ev.lattice().size(),
+        lattice_size: ev.lattice().size_exact(),
         evaluations: all.len(),
         front: pareto_front(points, objectives),
     })
