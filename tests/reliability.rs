@@ -953,3 +953,58 @@ fn lattices_too_large_to_enumerate_are_refused_with_their_exact_size() {
     ]);
     assert!(!ea["front"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn verify_checks_a_release_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.csv");
+    let report = pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult.toml",
+        "--node",
+        "3,1,1,2,1,1,2,0",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let qis = "age,workclass,education,marital-status,race,sex,native-country,salary-class";
+    let v = pbg_json(&[
+        "verify",
+        "--release",
+        out.to_str().unwrap(),
+        "--qis",
+        qis,
+        "--sensitive",
+        "occupation",
+        "--require",
+        "k>=3",
+    ]);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["k"], report["indices"]["k"]);
+    assert_eq!(v["l_distinct"], report["indices"]["l_distinct"]);
+    assert_eq!(v["classes"], report["indices"]["classes"]);
+    assert_eq!(v["rows_released"], report["rows_released"]);
+    let err = fails(&[
+        "verify",
+        "--release",
+        out.to_str().unwrap(),
+        "--qis",
+        qis,
+        "--sensitive",
+        "occupation",
+        "--require",
+        "k>=4",
+    ]);
+    assert!(err.contains("does not meet k>=4"), "{err}");
+    let err = fails(&[
+        "verify",
+        "--release",
+        out.to_str().unwrap(),
+        "--qis",
+        qis,
+        "--sensitive",
+        "occupation",
+        "--require",
+        "glm<=1",
+    ]);
+    assert!(err.contains("without its input"), "{err}");
+}

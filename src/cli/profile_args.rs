@@ -116,6 +116,11 @@ impl ProfileArgs {
         Ok(profile)
     }
 
+    /// The `--sensitive` flag, if given.
+    pub fn sensitive(&self) -> Option<&str> {
+        self.sensitive.as_deref()
+    }
+
     /// Whether any profile source (file or --input) was given.
     pub fn given(&self) -> bool {
         self.profile.is_some() || self.config.is_some() || self.input.is_some()

@@ -453,3 +453,77 @@ pub fn confirm(
         })
     }
 }
+
+/// A release checked on its own, without the input (what a data receiver can do, as pycanon
+/// does): its classes over the named QI columns and their sensitive values give k, distinct,
+/// entropy and probabilistic l. Nothing about suppression or loss can be known without the input:
+/// `suppressed` is 0, `glm` NaN and `node` empty.
+pub async fn check_release_alone(
+    ctx: &SessionContext,
+    release: &Path,
+    qis: &[String],
+    sensitive: &str,
+) -> Result<ReleaseCheck> {
+    let source = Input::Path(release.to_path_buf());
+    let df = input::open(ctx, &source, b',').await?;
+    let mut spec: Vec<CountColumn> = qis
+        .iter()
+        .map(|q| CountColumn {
+            name: q.clone(),
+            null_as: None,
+            null_hint: "a release holds no nulls in its QI columns".into(),
+        })
+        .collect();
+    spec.push(CountColumn {
+        name: sensitive.to_string(),
+        null_as: None,
+        null_hint: "the sensitive attribute must not be null".into(),
+    });
+    let counts = count_combinations(df, &source, &spec).await?;
+    if counts.tuples == 0 {
+        return Err(PbgError::Verification {
+            path: release.to_path_buf(),
+            message: "the release has no rows".into(),
+        });
+    }
+    let q = qis.len();
+    let mut classes: HashMap<Vec<u32>, HashMap<u32, u64>> = HashMap::new();
+    for item in 0..counts.len() {
+        let key: Vec<u32> = (0..q).map(|d| counts.ids[d][item]).collect();
+        *classes
+            .entry(key)
+            .or_default()
+            .entry(counts.ids[q][item])
+            .or_default() += counts.weight(item);
+    }
+    let mut check = ReleaseCheck {
+        node: Vec::new(),
+        rows: counts.tuples,
+        suppressed: 0,
+        classes: classes.len() as u64,
+        k: u64::MAX,
+        l_distinct: u64::MAX,
+        l_entropy: f64::INFINITY,
+        l_probabilistic: f64::INFINITY,
+        glm: f64::NAN,
+        cells: Vec::new(),
+    };
+    let mut min_entropy = f64::INFINITY;
+    for hist in classes.values() {
+        let size: u64 = hist.values().sum();
+        let most = hist.values().copied().max().unwrap_or(1);
+        let entropy: f64 = -hist
+            .values()
+            .map(|&c| {
+                let p = c as f64 / size as f64;
+                p * p.ln()
+            })
+            .sum::<f64>();
+        check.k = check.k.min(size);
+        check.l_distinct = check.l_distinct.min(hist.len() as u64);
+        min_entropy = min_entropy.min(if hist.len() == 1 { 0.0 } else { entropy });
+        check.l_probabilistic = check.l_probabilistic.min(size as f64 / most as f64);
+    }
+    check.l_entropy = min_entropy.exp();
+    Ok(check)
+}

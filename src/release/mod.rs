@@ -8,7 +8,7 @@ mod fingerprint;
 mod plan;
 mod udf;
 
-pub use check::{ReleaseCheck, confirm, verify_release};
+pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
 pub use fingerprint::{Fingerprint, FingerprintExec, fingerprint};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use udf::{BoundGeneralize, KeepClasses};
