@@ -1008,3 +1008,78 @@ fn verify_checks_a_release_on_its_own() {
     ]);
     assert!(err.contains("without its input"), "{err}");
 }
+
+#[test]
+fn the_requirement_rule_suppresses_only_the_classes_that_violate_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = "3,1,1,2,1,1,2,0";
+    // Tuples per class size at this node, without suppression (independent of either rule).
+    let v = pbg_json(&[
+        "evaluate",
+        "datasets/adult/adult.toml",
+        "--node",
+        node,
+        "--suppression-limit",
+        "0",
+        "--vectors",
+    ]);
+    let below = |k: u64| {
+        v["p_equiv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x.as_u64().unwrap() < k)
+            .count() as u64
+    };
+    let run = |rule: &str, name: &str| {
+        let out = dir.path().join(name);
+        pbg_json(&[
+            "anonymize",
+            "datasets/adult/adult.toml",
+            "--node",
+            node,
+            "--require",
+            "k>=2",
+            "--suppression-rule",
+            rule,
+            "--output",
+            out.to_str().unwrap(),
+        ])
+    };
+    let req = run("requirements", "req.csv");
+    assert_eq!(req["suppressed"].as_u64().unwrap(), below(2));
+    assert_eq!(req["indices"]["k"], 2);
+    assert!(
+        req["suppression_rule"]
+            .as_str()
+            .unwrap()
+            .starts_with("requirements")
+    );
+    let dbsec = run("dbsec", "dbsec.csv");
+    assert_eq!(
+        dbsec["suppressed"].as_u64().unwrap(),
+        below(3),
+        "DBSEC spends the limit"
+    );
+    // With --require, the requirement rule is the default, and verify checks with it.
+    let default = pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult.toml",
+        "--node",
+        node,
+        "--require",
+        "k>=2",
+        "--output",
+        dir.path().join("d.csv").to_str().unwrap(),
+    ]);
+    assert_eq!(default["suppressed"], req["suppressed"]);
+    let ok = pbg_json(&[
+        "verify",
+        "datasets/adult/adult.toml",
+        "--release",
+        dir.path().join("d.csv").to_str().unwrap(),
+        "--require",
+        "k>=2",
+    ]);
+    assert_eq!(ok["ok"], true);
+}

@@ -107,6 +107,7 @@ fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
         class: Some("c".into()),
         identifiers: vec![],
         suppression: SuppressionLimit::Rows(eta),
+        suppression_rule: Default::default(),
     };
     Evaluator::new(Arc::new(Dataset::from_table(&profile, table).unwrap())).unwrap()
 }

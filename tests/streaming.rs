@@ -248,7 +248,11 @@ fn parquet_release_with_identifiers_dropped_is_verified() {
 /// Brute force over every node evaluated from the rows: the feasible node with the best value,
 /// ties to fewer levels, then lexicographic.
 fn brute_force(require: &[Requirement], m: Measure, max: bool) -> Vec<u8> {
-    let ev = evaluator(ADULT);
+    brute_force_with(&evaluator(ADULT), require, m, max)
+}
+
+/// [`brute_force`] over a given evaluator (its suppression rule).
+fn brute_force_with(ev: &Evaluator, require: &[Requirement], m: Measure, max: bool) -> Vec<u8> {
     let mut best: Option<(f64, u32, Vec<u8>)> = None;
     for ix in ev.evaluate_lattice(&|| {}).unwrap() {
         if !require.iter().all(|r| r.holds(r.measure.of(&ix))) {
@@ -291,24 +295,37 @@ fn pick_minimize_and_maximize_match_brute_force() {
         assert_eq!(got.node, brute_force(&require, m, max));
         assert_eq!(got.evaluated, 17920);
     }
-    // Through the binary: the release is of the picked node and meets the requirements.
+    // Through the binary: the release is of the picked node and meets the requirements, under
+    // the DBSEC rule and under the requirement rule (the default with --require).
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r.csv");
-    let r = pbg_json(&[
-        "anonymize",
-        ADULT,
-        "--pick",
-        "--require",
-        "k>=5,l>=3",
-        "--minimize",
-        "glm",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    let expected = brute_force(&require, Measure::Glm, false);
-    assert_eq!(r["node"], serde_json::json!(expected));
-    assert!(r["check"]["k"].as_u64().unwrap() >= 5);
-    assert!(r["check"]["l_distinct"].as_u64().unwrap() >= 3);
+    let mut rows = evaluator(ADULT).dataset().as_ref().clone();
+    rows.profile.suppression_rule = pbg::suppression::SuppressionRule::Requirements { k: 5 };
+    let by_requirements = Evaluator::new(Arc::new(rows)).unwrap();
+    for (rule, expected) in [
+        ("dbsec", brute_force(&require, Measure::Glm, false)),
+        (
+            "requirements",
+            brute_force_with(&by_requirements, &require, Measure::Glm, false),
+        ),
+    ] {
+        let out = dir.path().join(format!("{rule}.csv"));
+        let r = pbg_json(&[
+            "anonymize",
+            ADULT,
+            "--pick",
+            "--require",
+            "k>=5,l>=3",
+            "--minimize",
+            "glm",
+            "--suppression-rule",
+            rule,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r["node"], serde_json::json!(expected), "{rule}");
+        assert!(r["check"]["k"].as_u64().unwrap() >= 5);
+        assert!(r["check"]["l_distinct"].as_u64().unwrap() >= 3);
+    }
 }
 
 /// The exact front of the feasible nodes by pairwise dominance (no sweep), for the comparators.

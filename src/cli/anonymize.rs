@@ -51,14 +51,52 @@ pub struct AnonymizeArgs {
     /// With --pick wtd: weights per objective (default all 1).
     #[arg(long, value_name = "W1,W2,..", requires = "pick")]
     weights: Option<String>,
+    /// Which classes the suppression limit removes: `requirements` (default with --require: only
+    /// the classes smaller than the required k) or `dbsec` (the papers' rule: the smallest
+    /// classes, as many as the limit allows).
+    #[arg(long, value_name = "RULE")]
+    suppression_rule: Option<String>,
     /// The release file (.csv or .parquet); written to a temporary file, verified, then renamed.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
 }
 
+/// The suppression rule of a run: `--suppression-rule`, by default `requirements` when there are
+/// requirements and `dbsec` otherwise; the requirement rule's k is the required one.
+pub fn suppression_rule(
+    flag: Option<&str>,
+    require: Option<&str>,
+) -> anyhow::Result<pbg::suppression::SuppressionRule> {
+    use pbg::suppression::SuppressionRule;
+    let requirements = match require {
+        Some(r) => pbg::policy::Requirement::parse_list(r)?,
+        None => Vec::new(),
+    };
+    let k = requirements
+        .iter()
+        .filter(|r| r.measure == pbg::policy::Measure::K)
+        .map(|r| match r.op {
+            pbg::policy::Op::Gt => r.value.floor() as u64 + 1,
+            _ => r.value.ceil().max(1.0) as u64,
+        })
+        .max()
+        .unwrap_or(1);
+    match flag {
+        Some("dbsec") => Ok(SuppressionRule::Dbsec),
+        Some("requirements") => Ok(SuppressionRule::Requirements { k }),
+        Some(other) => {
+            anyhow::bail!("--suppression-rule: unknown rule `{other}` (use requirements or dbsec)")
+        }
+        None if require.is_some() => Ok(SuppressionRule::Requirements { k }),
+        None => Ok(SuppressionRule::Dbsec),
+    }
+}
+
 /// Runs `pbg anonymize` and prints its JSON report.
 pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
-    let profile = a.profile.profile()?;
+    let mut profile = a.profile.profile()?;
+    profile.suppression_rule =
+        suppression_rule(a.suppression_rule.as_deref(), a.policy.require.as_deref())?;
     if a.node.is_none() && a.pick.is_none() {
         anyhow::bail!("give --node L1,L2,... or --pick (with --require ... and a rule)");
     }
@@ -120,6 +158,7 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
         &a.output,
     )?;
     let mut report = serde_json::to_value(&summary)?;
+    report["suppression_rule"] = serde_json::Value::String(profile.suppression_rule.describe());
     if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
         report["pick"] = serde_json::to_value(p)?;
     }

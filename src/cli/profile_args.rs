@@ -91,6 +91,7 @@ impl ProfileArgs {
                 class: None,
                 identifiers: Vec::new(),
                 suppression: SuppressionLimit::Rows(0),
+                suppression_rule: Default::default(),
             },
         };
         if let Some(i) = &self.input {

@@ -25,6 +25,10 @@ pub struct VerifyArgs {
     release: PathBuf,
     #[command(flatten)]
     policy: PolicyArgs,
+    /// The suppression rule the release was made with (as `anonymize --suppression-rule`;
+    /// default `requirements` with --require, else `dbsec`).
+    #[arg(long, value_name = "RULE")]
+    suppression_rule: Option<String>,
     /// Without a profile or input: check the release on its own over these QI columns (with
     /// --sensitive NAME), as a data receiver can: k, distinct, entropy and probabilistic l.
     #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
@@ -42,9 +46,47 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     }
     let profile = a.profile.profile()?;
     let dataset = Dataset::load_statistics(&profile)?;
-    let ev = Evaluator::new(Arc::new(dataset))?;
+    // The rule the release was made with: the one given, else the requirement rule (when there
+    // are requirements) and then the DBSEC rule — the release must be exactly one of them.
+    let rules = match a.suppression_rule.as_deref() {
+        Some(flag) => vec![super::anonymize::suppression_rule(
+            Some(flag),
+            a.policy.require.as_deref(),
+        )?],
+        None => {
+            let mut rules = Vec::new();
+            if a.policy.require.is_some() {
+                rules.push(super::anonymize::suppression_rule(
+                    Some("requirements"),
+                    a.policy.require.as_deref(),
+                )?);
+            }
+            rules.push(pbg::suppression::SuppressionRule::Dbsec);
+            rules
+        }
+    };
     let ctx = pbg::input::new_context();
-    let (check, _) = block_on(verify_release(&ctx, &ev, &a.release, None, None))??;
+    let mut outcome = None;
+    let mut first_error = None;
+    for rule in rules {
+        let mut ds = dataset.clone();
+        ds.profile.suppression_rule = rule;
+        let ev = Evaluator::new(Arc::new(ds))?;
+        match block_on(verify_release(&ctx, &ev, &a.release, None, None))? {
+            Ok((check, _)) => {
+                outcome = Some((check, ev, rule));
+                break;
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let Some((check, ev, rule)) = outcome else {
+        return Err(first_error
+            .map(anyhow::Error::from)
+            .unwrap_or_else(|| anyhow::anyhow!("no suppression rule to check")));
+    };
     let mut results = Vec::new();
     let mut failed = Vec::new();
     for r in &require {
@@ -67,6 +109,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         "rows_released": check.rows,
         "suppressed": check.suppressed,
         "check": check,
+        "suppression_rule": rule.describe(),
         "requirements": results,
         "ok": failed.is_empty(),
     });

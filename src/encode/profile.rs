@@ -78,6 +78,8 @@ pub struct Profile {
     pub identifiers: Vec<String>,
     /// The suppression limit η.
     pub suppression: SuppressionLimit,
+    /// Which classes are suppressed within the limit.
+    pub suppression_rule: crate::suppression::SuppressionRule,
 }
 
 #[derive(Deserialize)]
@@ -201,6 +203,7 @@ impl Profile {
             class: file.class,
             identifiers: file.identifiers,
             suppression,
+            suppression_rule: crate::suppression::SuppressionRule::Dbsec,
         };
         profile.validate()?;
         Ok(profile)

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::{Evaluator, NodeTables};
 use crate::classes::CellTable;
 use crate::indices::NodeIndices;
-use crate::suppression::suppression_threshold;
+use crate::suppression::suppression_threshold_capped;
 
 impl Evaluator {
     /// Per QI, the GLM loss of each group at `node`'s level (for [`Self::class_loss`]).
@@ -50,10 +50,11 @@ impl Evaluator {
         scratch.prepare(eta);
         let pass = self.size_pass(sens, scratch);
         let sizes = scratch.drain_sorted();
-        let j = suppression_threshold(
+        let j = suppression_threshold_capped(
             sizes.iter().map(|(s, a)| (*s, s * a.classes)),
             eta,
             pass.max_size,
+            self.dataset.profile.suppression_rule.cap(),
         );
         // Released = the big classes and every size above j; the rest is suppressed.
         let mut released = pass.big;
