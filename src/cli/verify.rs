@@ -87,21 +87,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
             .map(anyhow::Error::from)
             .unwrap_or_else(|| anyhow::anyhow!("no suppression rule to check")));
     };
-    let mut results = Vec::new();
-    let mut failed = Vec::new();
-    for r in &require {
-        let value = r.measure.of_check(&check).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--require: `{}` cannot be recomputed from a release (use k, l, l_entropy, l_probabilistic, suppressed, classes, glm)",
-                r.measure.name()
-            )
-        })?;
-        let holds = r.holds(value);
-        if !holds {
-            failed.push(format!("{} ({} = {value})", r.text(), r.measure.name()));
-        }
-        results.push(serde_json::json!({"requirement": r.text(), "value": value, "holds": holds}));
-    }
+    let (results, failed) = requirements(&require, &check, true)?;
     let report = serde_json::json!({
         "release": a.release,
         "node": check.node,
@@ -138,25 +124,7 @@ fn run_alone(a: &VerifyArgs, require: &[Requirement]) -> anyhow::Result<()> {
     let check = block_on(pbg::release::check_release_alone(
         &ctx, &a.release, &a.qis, sensitive,
     ))??;
-    let mut results = Vec::new();
-    let mut failed = Vec::new();
-    for r in require {
-        let value = match r.measure {
-            pbg::policy::Measure::Suppressed | pbg::policy::Measure::Glm => None,
-            m => m.of_check(&check),
-        }
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "--require: `{}` cannot be recomputed from a release without its input (use k, l, l_entropy, l_probabilistic, classes)",
-                r.measure.name()
-            )
-        })?;
-        let holds = r.holds(value);
-        if !holds {
-            failed.push(format!("{} ({} = {value})", r.text(), r.measure.name()));
-        }
-        results.push(serde_json::json!({"requirement": r.text(), "value": value, "holds": holds}));
-    }
+    let (results, failed) = requirements(require, &check, false)?;
     let report = serde_json::json!({
         "release": a.release,
         "input": null,
@@ -178,4 +146,40 @@ fn run_alone(a: &VerifyArgs, require: &[Requirement]) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Each requirement's value recomputed from the release and whether it holds (JSON rows), and the
+/// failed ones as text. Without the input (`with_input` false), suppression and GLM are unknown.
+fn requirements(
+    require: &[Requirement],
+    check: &pbg::release::ReleaseCheck,
+    with_input: bool,
+) -> anyhow::Result<(Vec<serde_json::Value>, Vec<String>)> {
+    use pbg::policy::Measure;
+    let mut results = Vec::new();
+    let mut failed = Vec::new();
+    for r in require {
+        let value = match r.measure {
+            Measure::Suppressed | Measure::Glm if !with_input => None,
+            m => m.of_check(check),
+        }
+        .ok_or_else(|| {
+            let usable = if with_input {
+                "k, l, l_entropy, l_probabilistic, suppressed, classes, glm"
+            } else {
+                "k, l, l_entropy, l_probabilistic, classes"
+            };
+            let without = if with_input { "" } else { " without its input" };
+            anyhow::anyhow!(
+                "--require: `{}` cannot be recomputed from a release{without} (use {usable})",
+                r.measure.name()
+            )
+        })?;
+        let holds = r.holds(value);
+        if !holds {
+            failed.push(format!("{} ({} = {value})", r.text(), r.measure.name()));
+        }
+        results.push(serde_json::json!({"requirement": r.text(), "value": value, "holds": holds}));
+    }
+    Ok((results, failed))
 }

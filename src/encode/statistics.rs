@@ -6,7 +6,7 @@
 
 use arrow::array::Array;
 use datafusion::functions_aggregate::count::count_all;
-use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
+use datafusion::prelude::{DataFrame, SessionContext};
 
 use super::accumulate::Accumulator;
 use crate::encode::{Combinations, CountColumn, Dataset, profile_columns};
@@ -198,14 +198,7 @@ pub async fn statistics_in(ctx: &SessionContext, profile: &Profile) -> Result<Da
 pub async fn rows_in(ctx: &SessionContext, profile: &Profile) -> Result<Dataset> {
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
-        // One partition, so that rows come in file order.
-        let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
-            .with_target_partitions(1)
-            .with_repartition_file_scans(false);
-        let state = datafusion::execution::SessionStateBuilder::new_from_existing(ctx.state())
-            .with_config(config)
-            .build();
-        let ordered = SessionContext::new_with_state(state);
+        let ordered = input::ordered_context(ctx);
         let df = input::open(&ordered, &profile.input, profile.delimiter).await?;
         let schema = df.schema().inner().clone();
         let spec = profile_columns(profile);

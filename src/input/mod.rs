@@ -234,6 +234,18 @@ pub fn column_index(input: &Input, schema: &Schema, name: &str) -> Result<usize>
     })
 }
 
+/// The session of `ctx` (its tables, pool and settings) scanning with one partition, so that rows
+/// come in file order (files by path, then rows).
+pub fn ordered_context(ctx: &SessionContext) -> SessionContext {
+    let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
+        .with_target_partitions(1)
+        .with_repartition_file_scans(false);
+    let state = SessionStateBuilder::new_from_existing(ctx.state())
+        .with_config(config)
+        .build();
+    SessionContext::new_with_state(state)
+}
+
 /// A session for pbg's own commands: Parquet strings read as written (not as view types),
 /// files in subdirectories of an input directory read too.
 pub fn new_context() -> SessionContext {
@@ -254,14 +266,7 @@ pub async fn locate(
     column_name: &str,
     value: Option<&str>,
 ) -> Option<usize> {
-    // One partition, so that rows come in file order.
-    let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
-        .with_target_partitions(1)
-        .with_repartition_file_scans(false);
-    let state = SessionStateBuilder::new_from_existing(ctx.state())
-        .with_config(config)
-        .build();
-    let one = SessionContext::new_with_state(state);
+    let one = ordered_context(ctx);
     let df = open(&one, input, delimiter).await.ok()?;
     let df = df.select(vec![column(column_name)]).ok()?;
     let mut stream = df.execute_stream().await.ok()?;

@@ -7,7 +7,7 @@ use arrow::array::ArrayRef;
 use arrow::compute::concat;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionContext;
 
 use crate::error::{PbgError, Result};
 use crate::input::{self, Input, block_on, df_error};
@@ -58,13 +58,7 @@ pub fn column_index(path: &Path, schema: &SchemaRef, name: &str) -> Result<usize
 
 /// Reads a whole input (a path or, in `ctx`, a registered table) in file order.
 pub async fn read_table_in(ctx: &SessionContext, source: &Input, delimiter: u8) -> Result<Table> {
-    let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
-        .with_target_partitions(1)
-        .with_repartition_file_scans(false);
-    let state = datafusion::execution::SessionStateBuilder::new_from_existing(ctx.state())
-        .with_config(config)
-        .build();
-    let ordered = SessionContext::new_with_state(state);
+    let ordered = input::ordered_context(ctx);
     let df = input::open(&ordered, source, delimiter).await?;
     let schema = df.schema().inner().clone();
     let batches = df.collect().await.map_err(|e| df_error(source, e))?;

@@ -184,25 +184,7 @@ fn check_at(dataset: &Dataset, counts: &Combinations, levels: &[u8]) -> ReleaseC
     }
     let suppressed = dataset.num_tuples().saturating_sub(counts.tuples);
     glm += suppressed as f64 * q as f64;
-    let mut k = u64::MAX;
-    let mut l_distinct = u64::MAX;
-    let mut min_entropy = f64::INFINITY;
-    let mut l_probabilistic = f64::INFINITY;
-    for hist in classes.values() {
-        let size: u64 = hist.values().sum();
-        let most = hist.values().copied().max().unwrap_or(1);
-        let entropy: f64 = -hist
-            .values()
-            .map(|&c| {
-                let p = c as f64 / size as f64;
-                p * p.ln()
-            })
-            .sum::<f64>();
-        k = k.min(size);
-        l_distinct = l_distinct.min(hist.len() as u64);
-        min_entropy = min_entropy.min(if hist.len() == 1 { 0.0 } else { entropy });
-        l_probabilistic = l_probabilistic.min(size as f64 / most as f64);
-    }
+    let (k, l_distinct, l_entropy, l_probabilistic) = class_indices(classes.values());
     ReleaseCheck {
         node: levels.to_vec(),
         rows: counts.tuples,
@@ -210,7 +192,7 @@ fn check_at(dataset: &Dataset, counts: &Combinations, levels: &[u8]) -> ReleaseC
         classes: classes.len() as u64,
         k,
         l_distinct,
-        l_entropy: min_entropy.exp(),
+        l_entropy,
         l_probabilistic,
         glm,
         cells: merged,
@@ -496,20 +478,29 @@ pub async fn check_release_alone(
             .entry(counts.ids[q][item])
             .or_default() += counts.weight(item);
     }
-    let mut check = ReleaseCheck {
+    let (k, l_distinct, l_entropy, l_probabilistic) = class_indices(classes.values());
+    Ok(ReleaseCheck {
         node: Vec::new(),
         rows: counts.tuples,
         suppressed: 0,
         classes: classes.len() as u64,
-        k: u64::MAX,
-        l_distinct: u64::MAX,
-        l_entropy: f64::INFINITY,
-        l_probabilistic: f64::INFINITY,
+        k,
+        l_distinct,
+        l_entropy,
+        l_probabilistic,
         glm: f64::NAN,
         cells: Vec::new(),
-    };
+    })
+}
+
+/// k, distinct l, entropy l and probabilistic l of classes given as sensitive-value histograms,
+/// straight from the definitions (no engine code).
+fn class_indices<'a>(classes: impl Iterator<Item = &'a HashMap<u32, u64>>) -> (u64, u64, f64, f64) {
+    let mut k = u64::MAX;
+    let mut l_distinct = u64::MAX;
     let mut min_entropy = f64::INFINITY;
-    for hist in classes.values() {
+    let mut l_probabilistic = f64::INFINITY;
+    for hist in classes {
         let size: u64 = hist.values().sum();
         let most = hist.values().copied().max().unwrap_or(1);
         let entropy: f64 = -hist
@@ -519,11 +510,10 @@ pub async fn check_release_alone(
                 p * p.ln()
             })
             .sum::<f64>();
-        check.k = check.k.min(size);
-        check.l_distinct = check.l_distinct.min(hist.len() as u64);
+        k = k.min(size);
+        l_distinct = l_distinct.min(hist.len() as u64);
         min_entropy = min_entropy.min(if hist.len() == 1 { 0.0 } else { entropy });
-        check.l_probabilistic = check.l_probabilistic.min(size as f64 / most as f64);
+        l_probabilistic = l_probabilistic.min(size as f64 / most as f64);
     }
-    check.l_entropy = min_entropy.exp();
-    Ok(check)
+    (k, l_distinct, min_entropy.exp(), l_probabilistic)
 }
