@@ -19,6 +19,7 @@ fn main() -> ExitCode {
             let mut message = match e.downcast_ref::<pbg::PbgError>() {
                 Some(pbg::PbgError::Argument { name, message })
                     if !name.is_empty()
+                        && !name.starts_with('-')
                         && name.chars().all(|c| c.is_ascii_lowercase() || c == '-') =>
                 {
                     format!("--{name}: {message}")

@@ -1083,3 +1083,96 @@ fn the_requirement_rule_suppresses_only_the_classes_that_violate_k() {
     ]);
     assert_eq!(ok["ok"], true);
 }
+
+#[test]
+fn outputs_reached_through_links_globs_or_the_profile_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = "zip,disease\n13053,flu\n13053,cold\n13068,flu\n13068,cold\n";
+    let input = dir.path().join("in");
+    let other = dir.path().join("other");
+    fs::create_dir_all(&input).unwrap();
+    fs::create_dir_all(&other).unwrap();
+    write(&input, "a.csv", rows);
+    let real = write(&other, "real.csv", rows);
+    std::os::unix::fs::symlink(&real, input.join("ext.csv")).unwrap();
+    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+    // A file reached through a link inside the input directory.
+    for args in [
+        vec![
+            "anonymize",
+            p.as_str(),
+            "--node",
+            "1",
+            "--output",
+            real.as_str(),
+        ],
+        vec![
+            "lattice",
+            p.as_str(),
+            "--format",
+            "csv",
+            "--out",
+            real.as_str(),
+        ],
+    ] {
+        let err = fails(&args);
+        assert!(
+            err.contains("never writes over its input"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(fs::read_to_string(&real).unwrap(), rows);
+    // The profile file itself.
+    for args in [
+        vec![
+            "lattice",
+            p.as_str(),
+            "--format",
+            "csv",
+            "--out",
+            p.as_str(),
+        ],
+        vec!["slice", p.as_str(), "--l", "2", "--output", p.as_str()],
+    ] {
+        let err = fails(&args);
+        assert!(err.contains("profile file"), "{args:?}: {err}");
+    }
+    let err = fails(&["slice", &p, "--l", "2", "--output", "x.txt"]);
+    assert!(err.contains(".csv or .parquet"), "{err}");
+    // SQL COPY into a directory under a glob input.
+    let glob = format!("{}/**/*.csv", input.display());
+    let g = profile(dir.path(), &glob, false, "");
+    let sql = format!(
+        "COPY (SELECT * FROM pbg_anonymize('g', '1')) TO '{}/x/' STORED AS CSV",
+        input.display()
+    );
+    let o = pbg(&["sql", &g, "--table", "g", "-c", &sql]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("never writes over its input"),
+        "{err}"
+    );
+    assert!(!input.join("x").exists());
+}
+
+#[test]
+fn masks_over_floating_point_text_are_refused() {
+    use arrow::array::{ArrayRef, Float64Array, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("f.parquet");
+    let zip: ArrayRef = Arc::new(Float64Array::from(vec![13052.0, 13268.0]));
+    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold"]));
+    parquet(&input, vec![("zip", zip), ("disease", disease)]);
+    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+    let out = dir.path().join("r.csv");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("`zip`") && err.contains("mask"), "{err}");
+}

@@ -74,7 +74,14 @@ pub fn suppression_rule(
     };
     let k = requirements
         .iter()
-        .filter(|r| r.measure == pbg::policy::Measure::K)
+        // Lower bounds on k decide what to suppress; an upper bound does not.
+        .filter(|r| {
+            r.measure == pbg::policy::Measure::K
+                && matches!(
+                    r.op,
+                    pbg::policy::Op::Ge | pbg::policy::Op::Gt | pbg::policy::Op::Eq
+                )
+        })
         .map(|r| match r.op {
             pbg::policy::Op::Gt => r.value.floor() as u64 + 1,
             _ => r.value.ceil().max(1.0) as u64,

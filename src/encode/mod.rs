@@ -370,6 +370,28 @@ impl Dataset {
     /// `combos` holds [`profile_columns`]; `schema` is the input's.
     pub fn encode(profile: &Profile, schema: SchemaRef, combos: Combinations) -> Result<Self> {
         let source = &profile.input;
+        for q in &profile.qis {
+            let i = input::column_index(source, &schema, &q.name)?;
+            let t = schema.field(i).data_type();
+            let float = t.is_floating()
+                || matches!(t, DataType::Dictionary(_, v) if v.is_floating())
+                || matches!(
+                    t,
+                    DataType::Decimal32(..)
+                        | DataType::Decimal64(..)
+                        | DataType::Decimal128(..)
+                        | DataType::Decimal256(..)
+                );
+            if float && matches!(q.hierarchy, crate::hierarchy::HierarchySpec::Mask { .. }) {
+                return Err(PbgError::Format {
+                    path: source.as_path(),
+                    message: format!(
+                        "column `{}` is of type {t}: a mask hides the trailing characters of its text (`13052.0` -> `13052.*` would keep the value); use an interval hierarchy, or store the column as integers or text",
+                        q.name
+                    ),
+                });
+            }
+        }
         for c in profile_columns(profile) {
             let i = input::column_index(source, &schema, &c.name)?;
             let t = schema.field(i).data_type();

@@ -266,6 +266,18 @@ impl Profile {
     /// or one of the profile's hierarchy files, before anything is read.
     pub fn protect(&self, output: &Path) -> Result<()> {
         crate::io::refuse_overwrite(output, &self.input)?;
+        let origin = Path::new(&self.origin);
+        if origin.is_file() {
+            crate::io::refuse_overwrite(output, &Input::Path(origin.to_path_buf())).map_err(|_| {
+                PbgError::argument(
+                    "output",
+                    format!(
+                        "{} is the profile file: pbg never writes over its inputs; choose another output path",
+                        output.display()
+                    ),
+                )
+            })?;
+        }
         for q in &self.qis {
             if let HierarchySpec::Arx { path } = &q.hierarchy {
                 crate::io::refuse_overwrite(output, &Input::Path(path.clone())).map_err(|_| {

@@ -154,8 +154,14 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if out.starts_with(resolved(&base)) && glob_match(&name_pattern, &name) {
-            return refuse("matches the input pattern");
+        // A file the glob matches, or a directory under its base (files written there would
+        // join the next read).
+        let directory_target =
+            output.to_string_lossy().ends_with('/') || out.is_dir() || out.extension().is_none();
+        if out.starts_with(resolved(&base))
+            && (glob_match(&name_pattern, &name) || directory_target)
+        {
+            return refuse("matches the input pattern or lies under its directory");
         }
         return Ok(());
     }
@@ -163,10 +169,46 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
     if out == src {
         return refuse("is the input");
     }
-    if src.is_dir() && out.starts_with(&src) {
-        return refuse("is inside the input directory");
+    if src.is_dir() {
+        if out.starts_with(&src) {
+            return refuse("is inside the input directory");
+        }
+        // Symlinks inside the directory reach files and folders elsewhere: protect those too.
+        let mut reached = Vec::new();
+        linked_targets(&src, 0, &mut reached);
+        if reached
+            .iter()
+            .any(|t| out == *t || (t.is_dir() && out.starts_with(t)))
+        {
+            return refuse("is reached through a symbolic link inside the input directory");
+        }
     }
     Ok(())
+}
+
+/// The resolved targets of the symbolic links below `dir` (and below the directories they reach),
+/// to a bounded depth.
+fn linked_targets(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > 16 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(false);
+        if is_link && let Ok(target) = path.canonicalize() {
+            if !out.contains(&target) {
+                out.push(target.clone());
+                if target.is_dir() {
+                    linked_targets(&target, depth + 1, out);
+                }
+            }
+        } else if path.is_dir() {
+            linked_targets(&path, depth + 1, out);
+        }
+    }
 }
 
 /// A minimal glob match (`*` within a segment, `**` across, `?` one character).

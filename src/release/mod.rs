@@ -153,7 +153,14 @@ pub fn anonymize(
     let dataset = block_on(crate::statistics::statistics_in(&ctx, profile))??;
     if format == OutputFormat::Csv {
         for (i, f) in dataset.schema.fields().iter().enumerate() {
-            if f.data_type().is_nested() && !dataset.identifiers.contains(&i) {
+            let binary = matches!(
+                f.data_type(),
+                arrow::datatypes::DataType::Binary
+                    | arrow::datatypes::DataType::LargeBinary
+                    | arrow::datatypes::DataType::BinaryView
+                    | arrow::datatypes::DataType::FixedSizeBinary(_)
+            );
+            if (f.data_type().is_nested() || binary) && !dataset.identifiers.contains(&i) {
                 return Err(PbgError::argument(
                     "output",
                     format!(

@@ -270,7 +270,7 @@ pub fn slice(profile: &Profile, options: &SliceOptions, output: &Path) -> Result
     let batch = release::release_batch(&layout, &tp.buckets, options.seed)?;
     write_batches(
         file.temp_path(),
-        OutputFormat::from_path(output),
+        OutputFormat::of(output)?,
         batch.schema(),
         &[batch],
     )?;

@@ -99,7 +99,7 @@ pub fn adult_like(rows: u64, seed: u64, output: &Path) -> Result<u64> {
     let mut fields = vec![Field::new("id", DataType::Int64, false)];
     fields.extend(source.schema().fields().iter().map(|f| f.as_ref().clone()));
     let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let format = OutputFormat::from_path(output);
+    let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
     let out =
         std::fs::File::create(file.temp_path()).map_err(|e| PbgError::io(file.temp_path(), e))?;
