@@ -1176,3 +1176,34 @@ fn masks_over_floating_point_text_are_refused() {
     ]);
     assert!(err.contains("`zip`") && err.contains("mask"), "{err}");
 }
+
+#[test]
+fn parquet_files_of_one_input_must_have_the_same_columns() {
+    use arrow::array::{ArrayRef, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    fs::create_dir(&lake).unwrap();
+    let col = |v: &[&str]| Arc::new(StringArray::from(v.to_vec())) as ArrayRef;
+    parquet(
+        &lake.join("a.parquet"),
+        vec![
+            ("zip", col(&["13053", "13068"])),
+            ("disease", col(&["flu", "cold"])),
+            ("note", col(&["x", "y"])),
+        ],
+    );
+    parquet(
+        &lake.join("b.parquet"),
+        vec![
+            ("zip", col(&["13053", "13068"])),
+            ("disease", col(&["flu", "cold"])),
+        ],
+    );
+    let p = profile(dir.path(), lake.to_str().unwrap(), false, "");
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("b.parquet") && err.contains("same columns"),
+        "{err}"
+    );
+}

@@ -120,6 +120,13 @@ fn run_alone(a: &VerifyArgs, require: &[Requirement]) -> anyhow::Result<()> {
     let Some(sensitive) = a.profile.sensitive() else {
         anyhow::bail!("--qis needs --sensitive NAME");
     };
+    for (i, q) in a.qis.iter().enumerate() {
+        if a.qis[..i].contains(q) || q == sensitive {
+            anyhow::bail!(
+                "--qis: `{q}` is named twice (QIs and the sensitive attribute must be distinct columns)"
+            );
+        }
+    }
     let ctx = pbg::input::new_context();
     let check = block_on(pbg::release::check_release_alone(
         &ctx, &a.release, &a.qis, sensitive,

@@ -284,8 +284,28 @@ pub(super) async fn check_files(
                     ),
                 });
             }
+            Some((g, header)) if kind == FileKind::Parquet && !same_set(header, &names) => {
+                return Err(PbgError::Format {
+                    path: f.clone(),
+                    message: format!(
+                        "its columns ({}) differ from those of {} ({}): Parquet files of one input must have the same columns",
+                        names.join(", "),
+                        g.display(),
+                        header.join(", ")
+                    ),
+                });
+            }
             Some(_) => {}
         }
     }
     Ok(())
+}
+
+/// Whether two column lists hold the same names, in any order.
+fn same_set(a: &[String], b: &[String]) -> bool {
+    let mut a: Vec<&String> = a.iter().collect();
+    let mut b: Vec<&String> = b.iter().collect();
+    a.sort();
+    b.sort();
+    a == b
 }
