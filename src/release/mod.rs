@@ -87,7 +87,13 @@ pub async fn write_frame(
     };
     let (state, plan) = df.into_parts();
     let file_type = match format {
-        OutputFormat::Parquet => format_as_file_type(Arc::new(ParquetFormatFactory::new())),
+        OutputFormat::Parquet => {
+            // No min/max statistics: computing them per value costs ~20 % of the release pass
+            // (1.1 s of 5.6 s on 30 M rows), and the labels of a release are few and known.
+            let mut options = datafusion::common::config::TableParquetOptions::default();
+            options.global.statistics_enabled = Some("none".into());
+            format_as_file_type(Arc::new(ParquetFormatFactory::new_with_options(options)))
+        }
         OutputFormat::Csv => format_as_file_type(Arc::new(CsvFormatFactory::new_with_options(
             CsvOptions::default().with_has_header(true),
         ))),
