@@ -361,9 +361,6 @@ fn locate_in_table(table: &crate::io::Table, e: PbgError) -> PbgError {
     }
 }
 
-/// Per QI (node order): the leaf code of every text form of the input.
-pub type LeafMaps = Vec<HashMap<String, u32>>;
-
 impl Dataset {
     /// The one encoder: builds every hierarchy against the values present (data-driven kinds
     /// take their leaves from them), maps values to leaf and value codes, and checks roles.
@@ -505,21 +502,6 @@ impl Dataset {
         let encoded = Combinations::gather(&table.batches, &spec, None)
             .and_then(|combos| Dataset::encode(profile, table.schema.clone(), combos));
         encoded.map_err(|e| locate_in_table(&table, e))
-    }
-
-    /// Per QI (node order): the leaf code of each text form the hierarchy knows.
-    pub fn leaf_maps(&self) -> LeafMaps {
-        self.qis
-            .iter()
-            .map(|q| {
-                q.hierarchy
-                    .leaves()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (v.clone(), i as u32))
-                    .collect()
-            })
-            .collect()
     }
 
     /// Number of encoded rows (the input's rows, or the distinct combinations of statistics).

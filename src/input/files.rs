@@ -20,17 +20,7 @@ pub enum FileKind {
     Parquet,
 }
 
-/// Whether a path names a Parquet file (by its extension).
-pub fn is_parquet(path: &Path) -> bool {
-    matches!(extension(path).as_deref(), Some("parquet" | "parq"))
-}
-
-fn extension(path: &Path) -> Option<String> {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase())
-}
-
+/// Whether a path holds glob characters.
 pub(super) fn has_glob(text: &str) -> bool {
     text.contains(['*', '?', '['])
 }

@@ -33,7 +33,7 @@ mod files;
 mod runtime;
 pub mod text;
 
-pub use files::{FileKind, is_parquet};
+pub use files::FileKind;
 use files::{check_files, kind_of};
 pub use runtime::block_on;
 

@@ -43,18 +43,6 @@ impl OutputFormat {
             )),
         }
     }
-
-    /// Chooses the format from a file name's extension (`.parquet`/`.parq` → Parquet, else CSV).
-    pub fn from_path(path: &Path) -> Self {
-        match path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(|e| e.to_ascii_lowercase())
-        {
-            Some(e) if e == "parquet" || e == "parq" => OutputFormat::Parquet,
-            _ => OutputFormat::Csv,
-        }
-    }
 }
 
 fn fail(path: &Path, e: impl std::fmt::Display) -> PbgError {
