@@ -230,38 +230,6 @@ fn unparsable_suppression_limit() {
 }
 
 #[test]
-fn lattice_too_large_for_the_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let leaves: String = (0..300).map(|i| format!("{i};*\n")).collect();
-    let h = write(dir.path(), "wide.csv", &leaves);
-    let cols: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
-    let data = write(
-        dir.path(),
-        "wide_data.csv",
-        &format!("{},s\n{}1\n", cols.join(","), "1,".repeat(8)),
-    );
-    let mut a: Vec<String> = vec![
-        "evaluate".into(),
-        "--input".into(),
-        data,
-        "--sensitive".into(),
-        "s".into(),
-    ];
-    for c in &cols {
-        a.push("--qi".into());
-        a.push(format!("{c}={h}"));
-    }
-    a.push("--node".into());
-    a.push("0,0,0,0,0,0,0,0".into());
-    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-    let err = fails(&refs);
-    assert!(
-        err.contains("bits") && err.contains("c0: 9 bits for 300 leaves"),
-        "{err}"
-    );
-}
-
-#[test]
 fn bad_profile_toml() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "p.toml", "input = \"x.csv\"\nsensitive = 3\n");

@@ -14,3 +14,4 @@ mod slicing;
 mod slicing_diversity;
 mod sql;
 mod streaming;
+mod wide;

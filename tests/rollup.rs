@@ -123,9 +123,14 @@ proptest! {
     /// the rows, for the full, distinct-only and class-only evaluators.
     #[test]
     fn rolled_up_tables_equal_direct_tables((t, eta) in table()) {
-        let ev = engine(&t, eta);
-        let mut evaluators = vec![ev.clone(), ev.class_only().unwrap()];
-        evaluators.extend(ev.distinct_only());
+        let packed = engine(&t, eta);
+        let wide = packed.with_first_row_keys();
+        let mut evaluators = Vec::new();
+        for ev in [packed, wide] {
+            evaluators.push(ev.class_only().unwrap());
+            evaluators.extend(ev.distinct_only());
+            evaluators.push(ev);
+        }
         for e in &evaluators {
             for i in 0..e.lattice().size() {
                 let node = e.lattice().node(i);
@@ -143,9 +148,13 @@ proptest! {
         }
     }
 
+    /// The packed and the wide (first-row) class keys, each by roll-up and directly, equal the
+    /// naive evaluator on every node.
     #[test]
     fn rollup_direct_and_naive_agree((t, eta) in table()) {
-        let ev = engine(&t, eta);
+        let packed = engine(&t, eta);
+        prop_assert!(!packed.class_keys().is_wide());
+        for ev in [packed.with_first_row_keys(), packed] {
         let all = ev.evaluate_lattice(&|| {}).unwrap();
         prop_assert_eq!(all.len(), ev.lattice().size());
         for (i, rolled) in all.iter().enumerate() {
@@ -167,6 +176,7 @@ proptest! {
             prop_assert_eq!(&v.p_sens, &want.p_sens);
             prop_assert!(v.p_glm.iter().zip(&want.p_glm).all(|(a, b)| close(*a, *b)));
             prop_assert_eq!(v.p_equiv.iter().sum::<u64>(), direct.s_k);
+        }
         }
     }
 }

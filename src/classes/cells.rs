@@ -6,10 +6,10 @@ use arrow::compute::take;
 use arrow::datatypes::UInt32Type;
 use rayon::prelude::*;
 
-use super::KeyLayout;
 use super::counter::Counter;
 use super::dense::{DenseSizes, DenseTable};
 use super::sparse::{SparseSizes, SparseTable};
+use super::{ClassKeys, KeyLayout, wide};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
@@ -168,7 +168,7 @@ impl CellTable {
     pub fn from_rows(
         qis: &[EncodedQi],
         node: &[u8],
-        layout: &KeyLayout,
+        class_keys: &ClassKeys,
         values: &UInt32Array,
         value_bits: u32,
         weights: Option<&[u64]>,
@@ -176,6 +176,10 @@ impl CellTable {
     ) -> Result<Self> {
         let gather = NodeGather::new(qis, node);
         let n = values.len();
+        let firsts = match class_keys {
+            ClassKeys::Packed(_) => Vec::new(),
+            ClassKeys::FirstRow => wide::first_rows(qis, node, &(0..n as u32).collect::<Vec<_>>()),
+        };
         let starts: Vec<usize> = (0..n).step_by(CHUNK_ROWS).collect();
         let counter = starts
             .par_iter()
@@ -184,7 +188,14 @@ impl CellTable {
                 |mut counter, &start| -> Result<Counter> {
                     let len = CHUNK_ROWS.min(n - start);
                     let mut keys = vec![0u64; len];
-                    gather.fill(qis, layout, start, &mut keys)?;
+                    match class_keys {
+                        ClassKeys::Packed(layout) => gather.fill(qis, layout, start, &mut keys)?,
+                        ClassKeys::FirstRow => {
+                            for (k, &f) in keys.iter_mut().zip(&firsts[start..start + len]) {
+                                *k = f as u64;
+                            }
+                        }
+                    }
                     let vals = &values.values()[start..start + len];
                     match weights {
                         None if mask => {
@@ -226,13 +237,38 @@ impl CellTable {
         }))
     }
 
-    /// Roll-up: the table of the node one level coarser in QI `d`, where `up` maps QI `d`'s group
-    /// codes at the finer level to the coarser level. Only classes are touched, never rows.
-    pub fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
-        CellTable(match &self.0 {
-            Repr::Sparse(t) => Repr::Sparse(t.rollup(layout, d, up)),
-            Repr::Dense(t) => Repr::Dense(t.rollup(layout, d, up)),
-        })
+    /// Roll-up: the table of `node`, one level coarser in QI `d` than this table's node, where
+    /// `up` maps QI `d`'s group codes at the finer level to the coarser level. Only classes are
+    /// touched, never rows (first-row keys read the codes of each finer class's first row).
+    pub fn rollup(
+        &self,
+        class_keys: &ClassKeys,
+        qis: &[EncodedQi],
+        node: &[u8],
+        d: usize,
+        up: &[u32],
+    ) -> Self {
+        match class_keys {
+            ClassKeys::Packed(layout) => CellTable(match &self.0 {
+                Repr::Sparse(t) => Repr::Sparse(t.rollup(layout, d, up)),
+                Repr::Dense(t) => Repr::Dense(t.rollup(layout, d, up)),
+            }),
+            ClassKeys::FirstRow => {
+                let items: Vec<u32> = self.classes().map(|c| c.key as u32).collect();
+                let firsts = wide::first_rows(qis, node, &items);
+                // (coarser key << 32 | finer class), sorted: the coarser classes in key order.
+                let mut order: Vec<u64> = firsts
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &f)| ((f as u64) << 32) | p as u64)
+                    .collect();
+                order.par_sort_unstable();
+                CellTable(match &self.0 {
+                    Repr::Sparse(t) => Repr::Sparse(t.regroup(&order)),
+                    Repr::Dense(t) => Repr::Dense(t.regroup(&order)),
+                })
+            }
+        }
     }
 
     /// Whether the cells hold each class's set of values as a bit mask (one cell per class).

@@ -135,16 +135,30 @@ impl DenseTable {
 
     /// Roll-up one level up in QI `d` (see [`coarser_order`]).
     pub(crate) fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
+        let keys = || self.classes.iter().map(|c| c.key);
         match self.lanes {
-            1 => self.rollup_lanes::<1>(layout, d, up),
-            2 => self.rollup_lanes::<2>(layout, d, up),
-            4 => self.rollup_lanes::<4>(layout, d, up),
-            8 => self.rollup_lanes::<8>(layout, d, up),
-            _ => self.rollup_lanes::<16>(layout, d, up),
+            1 => self.rebuild::<1>(|v| coarser_order(keys(), layout, d, up, v)),
+            2 => self.rebuild::<2>(|v| coarser_order(keys(), layout, d, up, v)),
+            4 => self.rebuild::<4>(|v| coarser_order(keys(), layout, d, up, v)),
+            8 => self.rebuild::<8>(|v| coarser_order(keys(), layout, d, up, v)),
+            _ => self.rebuild::<16>(|v| coarser_order(keys(), layout, d, up, v)),
         }
     }
 
-    fn rollup_lanes<const L: usize>(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
+    /// The classes regrouped by `order`: sorted entries `(coarser key << 32) | finer class`.
+    pub(crate) fn regroup(&self, order: &[u64]) -> Self {
+        let feed = |v: &mut dyn FnMut(Block<'_>)| v(Block::Packed { high: 0, order });
+        match self.lanes {
+            1 => self.rebuild::<1>(feed),
+            2 => self.rebuild::<2>(feed),
+            4 => self.rebuild::<4>(feed),
+            8 => self.rebuild::<8>(feed),
+            _ => self.rebuild::<16>(feed),
+        }
+    }
+
+    /// A coarser table from the blocks `feed` hands out (finer classes in coarser-key order).
+    fn rebuild<const L: usize>(&self, feed: impl FnOnce(&mut dyn FnMut(Block<'_>))) -> Self {
         let from = self.counts.as_chunks::<L>().0;
         let n = self.classes.len();
         let mut classes = vec![DenseRecord::default(); n];
@@ -153,7 +167,7 @@ impl DenseTable {
         // below 2^63, so the first key always differs from the sentinel).
         let mut o = usize::MAX;
         let mut prev = u64::MAX;
-        coarser_order(self.classes.iter().map(|c| c.key), layout, d, up, |block| {
+        feed(&mut |block| {
             // Locals, so that the loops below keep them in registers.
             let mut sum = Summer {
                 o,

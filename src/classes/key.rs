@@ -71,3 +71,49 @@ impl KeyLayout {
         self.masks[d]
     }
 }
+
+/// How the class keys of a dataset's nodes name their equivalence classes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClassKeys {
+    /// The generalized codes packed into bit fields (the fast path, when the QIs' leaves and the
+    /// value codes fit 63 bits): keys order classes by their codes, QI by QI.
+    Packed(KeyLayout),
+    /// The wide path: a class's key is its first row (see [`super::wide`]); any number of QIs.
+    FirstRow,
+}
+
+impl ClassKeys {
+    /// Packed keys when `leaf_counts` and `value_counts` fit 63 bits, else first-row keys.
+    pub fn new(names: &[&str], leaf_counts: &[usize], value_counts: &[usize]) -> Self {
+        match KeyLayout::new(names, leaf_counts, value_counts) {
+            Ok(layout) => ClassKeys::Packed(layout),
+            Err(_) => ClassKeys::FirstRow,
+        }
+    }
+
+    /// The code of QI `d` at `node` in the class named `class_key`.
+    #[inline]
+    pub fn code(
+        &self,
+        qis: &[crate::encode::EncodedQi],
+        node: &[u8],
+        class_key: u64,
+        d: usize,
+    ) -> u32 {
+        match self {
+            ClassKeys::Packed(layout) => layout.code(class_key, d),
+            ClassKeys::FirstRow => {
+                let leaf = qis[d].codes.value(class_key as usize);
+                match node[d] {
+                    0 => leaf,
+                    l => qis[d].hierarchy.level(l).group_of_leaf[leaf as usize],
+                }
+            }
+        }
+    }
+
+    /// Whether keys are first rows (the wide path).
+    pub fn is_wide(&self) -> bool {
+        matches!(self, ClassKeys::FirstRow)
+    }
+}

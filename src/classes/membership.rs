@@ -3,9 +3,9 @@
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
-use super::KeyLayout;
 use super::cells::{CHUNK_ROWS, NodeGather};
 use super::counter::Counter;
+use super::{ClassKeys, wide};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
@@ -13,9 +13,19 @@ use crate::error::Result;
 fn class_keys_of_rows(
     qis: &[EncodedQi],
     node: &[u8],
-    layout: &KeyLayout,
+    class_keys: &ClassKeys,
     rows: usize,
 ) -> Result<Vec<u64>> {
+    let layout = match class_keys {
+        ClassKeys::Packed(layout) => layout,
+        ClassKeys::FirstRow => {
+            let all: Vec<u32> = (0..rows as u32).collect();
+            return Ok(wide::first_rows(qis, node, &all)
+                .into_iter()
+                .map(u64::from)
+                .collect());
+        }
+    };
     let gather = NodeGather::new(qis, node);
     let mut keys = vec![0u64; rows];
     keys.par_chunks_mut(CHUNK_ROWS)
@@ -34,8 +44,13 @@ pub struct EquivalenceClasses {
 
 impl EquivalenceClasses {
     /// Groups the rows of `qis` at `node`.
-    pub fn build(qis: &[EncodedQi], node: &[u8], layout: &KeyLayout, rows: usize) -> Result<Self> {
-        let row_keys = class_keys_of_rows(qis, node, layout, rows)?;
+    pub fn build(
+        qis: &[EncodedQi],
+        node: &[u8],
+        class_keys: &ClassKeys,
+        rows: usize,
+    ) -> Result<Self> {
+        let row_keys = class_keys_of_rows(qis, node, class_keys, rows)?;
         let mut distinct = Counter::with_capacity(1024);
         for &k in &row_keys {
             distinct.add(k, 1);

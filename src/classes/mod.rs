@@ -1,4 +1,5 @@
-//! Equivalence classes by hash group-by of packed generalized codes.
+//! Equivalence classes by hash group-by of generalized codes: packed into one key when they fit,
+//! named by their first row otherwise (`wide`).
 //!
 //! A node's classes are kept as *cell tables*: one record per class in key order with the counts of
 //! the sensitive attribute's values (and, with CM, another table for the class label) — dense
@@ -14,7 +15,8 @@ pub(crate) mod key;
 mod membership;
 mod order;
 mod sparse;
+pub(crate) mod wide;
 
 pub use cells::{Cell, CellTable, ClassCells, ClassSizes};
-pub use key::KeyLayout;
+pub use key::{ClassKeys, KeyLayout};
 pub use membership::EquivalenceClasses;

@@ -91,25 +91,31 @@ impl SparseTable {
     /// one finer class is copied with its size and Σ count²; the cells of merged classes are
     /// summed value by value.
     pub(crate) fn rollup(&self, layout: &KeyLayout, d: usize, up: &[u32]) -> Self {
+        self.rebuild(|visit| {
+            coarser_order(self.classes.iter().map(|c| c.key), layout, d, up, visit)
+        })
+    }
+
+    /// The classes regrouped by `order`: sorted entries `(coarser key << 32) | finer class`.
+    pub(crate) fn regroup(&self, order: &[u64]) -> Self {
+        self.rebuild(|visit| visit(Block::Packed { high: 0, order }))
+    }
+
+    /// A coarser table from the blocks `feed` hands out (finer classes in coarser-key order).
+    fn rebuild(&self, feed: impl FnOnce(&mut dyn FnMut(Block<'_>))) -> Self {
         MERGE_SCRATCH.with_borrow_mut(|(dense, seen)| {
             let mut out = Merger::new(self, dense, seen);
-            coarser_order(
-                self.classes.iter().map(|c| c.key),
-                layout,
-                d,
-                up,
-                |block| match block {
-                    Block::Sorted { keys, first } => out.groups(keys, |k| k, |q| first + q),
-                    Block::Packed { high, order } => out.groups(
-                        order,
-                        |o| high | (o >> 32),
-                        |q| (order[q] & 0xffff_ffff) as usize,
-                    ),
-                    Block::Wide(order) => {
-                        out.groups(order, |o| (o >> 64) as u64, |q| order[q] as u64 as usize)
-                    }
-                },
-            );
+            feed(&mut |block| match block {
+                Block::Sorted { keys, first } => out.groups(keys, |k| k, |q| first + q),
+                Block::Packed { high, order } => out.groups(
+                    order,
+                    |o| high | (o >> 32),
+                    |q| (order[q] & 0xffff_ffff) as usize,
+                ),
+                Block::Wide(order) => {
+                    out.groups(order, |o| (o >> 64) as u64, |q| order[q] as u64 as usize)
+                }
+            });
             out.finish()
         })
     }

@@ -1,4 +1,5 @@
-//! `pbg generate adult-like --rows N --seed S --output FILE.parquet`
+//! `pbg generate adult-like --rows N --seed S --output FILE.parquet` and
+//! `pbg generate wide --qis N --rows R --seed S --output DIR`
 
 use std::path::PathBuf;
 
@@ -9,6 +10,25 @@ use clap::{Args, Subcommand};
 pub enum Generate {
     /// Rows drawn from the joint distribution of the shipped adult data (seeded bootstrap), with an `id` column.
     AdultLike(AdultLikeArgs),
+    /// A table of many integer QIs (10-100 values, every fourth 10^3-10^6) with generated interval hierarchies of 3-6 levels, a sensitive `s` and an `id`: writes DIR/wide.parquet and the profile DIR/wide.toml.
+    Wide(WideArgs),
+}
+
+/// Arguments of `pbg generate wide`.
+#[derive(Args, Debug)]
+pub struct WideArgs {
+    /// Number of quasi-identifiers.
+    #[arg(long)]
+    qis: usize,
+    /// Rows to write.
+    #[arg(long)]
+    rows: u64,
+    /// Seed of the domains, hierarchies and draws.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (wide.parquet and wide.toml are written there).
+    #[arg(long, value_name = "DIR")]
+    output: PathBuf,
 }
 
 /// Arguments of `pbg generate adult-like`.
@@ -34,6 +54,15 @@ pub fn run(g: Generate) -> anyhow::Result<()> {
             println!(
                 "{}",
                 serde_json::json!({"output": a.output, "rows": rows, "seed": a.seed, "seconds": start.elapsed().as_secs_f64()})
+            );
+            Ok(())
+        }
+        Generate::Wide(a) => {
+            let start = std::time::Instant::now();
+            let (data, profile) = pbg::generate::wide(a.qis, a.rows, a.seed, &a.output)?;
+            println!(
+                "{}",
+                serde_json::json!({"data": data, "profile": profile, "qis": a.qis, "rows": a.rows, "seed": a.seed, "seconds": start.elapsed().as_secs_f64()})
             );
             Ok(())
         }

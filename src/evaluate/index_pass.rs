@@ -18,14 +18,14 @@ impl Evaluator {
             .collect()
     }
 
-    /// GLM loss of one tuple of the class `class_key` (sum over QIs), given the node's
-    /// [`Self::node_losses`].
+    /// GLM loss of one tuple of the class `class_key` at `node` (sum over QIs), given the
+    /// node's [`Self::node_losses`].
     #[inline]
-    pub fn class_loss(&self, losses: &[&[f64]], class_key: u64) -> f64 {
+    pub fn class_loss(&self, node: &[u8], losses: &[&[f64]], class_key: u64) -> f64 {
         losses
             .iter()
             .enumerate()
-            .map(|(d, l)| l[self.layout.code(class_key, d) as usize])
+            .map(|(d, l)| l[self.class_code(node, class_key, d) as usize])
             .sum()
     }
 
@@ -180,7 +180,7 @@ impl Evaluator {
             }
             let class = sens.class(i);
             if size <= j {
-                glm += size as f64 * (qis - self.class_loss(&losses, class.key));
+                glm += size as f64 * (qis - self.class_loss(node, &losses, class.key));
                 if !sens.is_mask() {
                     // Suppressed: count the value's frequency in the table instead of the class.
                     for c in class.cells() {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::classes::key::bits_for;
-use crate::classes::{CellTable, KeyLayout};
+use crate::classes::{CellTable, ClassKeys};
 use crate::encode::Dataset;
 use crate::error::Result;
 use crate::lattice::{Lattice, Node};
@@ -14,13 +14,13 @@ pub mod lattice;
 mod sweep;
 mod tables;
 
-/// The class-key layout of a dataset's QIs, whose cells also hold `sens_values` sensitive codes
-/// (or masks) and the class labels.
-fn key_layout(ds: &Dataset, sens_values: usize) -> Result<KeyLayout> {
+/// The class keys of a dataset's QIs, whose cells also hold `sens_values` sensitive codes (or
+/// masks) and the class labels: packed when they fit, first rows otherwise.
+fn class_keys(ds: &Dataset, sens_values: usize) -> ClassKeys {
     let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
     let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
     let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
-    KeyLayout::new(&names, &leaves, &[sens_values, label_n])
+    ClassKeys::new(&names, &leaves, &[sens_values, label_n])
 }
 
 /// Counts whose logarithm is cached.
@@ -40,7 +40,7 @@ pub struct NodeTables {
 pub struct Evaluator {
     dataset: Arc<Dataset>,
     lattice: Lattice,
-    layout: KeyLayout,
+    keys: ClassKeys,
     sens_bits: u32,
     label_bits: u32,
     /// Σ over rows of the GLM loss of QI d at level l, before suppression: `glm_base[d][l]`.
@@ -67,7 +67,7 @@ impl Evaluator {
             ));
         }
         let sens_n = dataset.sensitive.labels.len();
-        let layout = key_layout(&dataset, sens_n)?;
+        let keys = class_keys(&dataset, sens_n);
         let glm_base = dataset
             .qis
             .iter()
@@ -92,7 +92,7 @@ impl Evaluator {
             .collect();
         Ok(Evaluator {
             lattice: Lattice::new(dataset.heights()),
-            layout,
+            keys,
             sens_bits: bits_for(sens_n),
             label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
             glm_base,
@@ -106,16 +106,23 @@ impl Evaluator {
     /// An evaluator of the same dataset whose sensitive tables keep, per equivalence class, only
     /// the set of its sensitive values (a bit mask): one cell per class, so roll-ups and index
     /// passes are several times cheaper. Meaningful indices: those of [`Self::class_only`] plus
-    /// distinct l. None when the sensitive attribute has more values than fit the key.
+    /// distinct l. None when the sensitive attribute has more values than fit a cell key.
     pub fn distinct_only(&self) -> Option<Self> {
         let ds = &self.dataset;
         let sens_n = ds.sensitive.labels.len();
         if sens_n > 32 {
             return None;
         }
-        let layout = key_layout(ds, 1usize << sens_n).ok()?;
+        let keys = match self.keys {
+            ClassKeys::FirstRow => ClassKeys::FirstRow,
+            ClassKeys::Packed(_) => match class_keys(ds, 1usize << sens_n) {
+                // Wide keys only as wide as the full evaluator's: the mask would not pay.
+                ClassKeys::FirstRow => return None,
+                packed => packed,
+            },
+        };
         Some(Evaluator {
-            layout,
+            keys,
             sens_bits: sens_n as u32,
             sens_mask: true,
             class_only: None,
@@ -130,8 +137,12 @@ impl Evaluator {
     /// are among those.
     pub fn class_only(&self) -> Result<Self> {
         let ds = &self.dataset;
+        let keys = match self.keys {
+            ClassKeys::FirstRow => ClassKeys::FirstRow,
+            ClassKeys::Packed(_) => class_keys(ds, 1),
+        };
         Ok(Evaluator {
-            layout: key_layout(ds, 1)?,
+            keys,
             sens_bits: 0,
             sens_mask: false,
             class_only: Some(Arc::new(arrow::array::UInt32Array::from(vec![
@@ -185,9 +196,24 @@ impl Evaluator {
         &self.lattice
     }
 
-    /// The class-key layout.
-    pub fn layout(&self) -> &KeyLayout {
-        &self.layout
+    /// How class keys name the classes (packed codes or first rows).
+    pub fn class_keys(&self) -> &ClassKeys {
+        &self.keys
+    }
+
+    /// The same evaluator on the wide path (first-row class keys) whatever the QIs' widths: the
+    /// cross-check of the packed path, and its stand-in where packing is not wanted.
+    pub fn with_first_row_keys(&self) -> Self {
+        Evaluator {
+            keys: ClassKeys::FirstRow,
+            ..self.clone()
+        }
+    }
+
+    /// The code of QI `d` at `node` in the class named `class_key`.
+    #[inline]
+    pub fn class_code(&self, node: &[u8], class_key: u64, d: usize) -> u32 {
+        self.keys.code(&self.dataset.qis, node, class_key, d)
     }
 
     /// QI names in node order.

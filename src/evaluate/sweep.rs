@@ -48,7 +48,11 @@ impl Evaluator {
                 parent[d] -= 1;
                 // Rolling up a high key field leaves more blocks to sort; on adult any weight in
                 // 0.1..3 per bit of shift gives the same sweep time, none is 25 % slower.
-                let e = estimate(&parent) + 0.3 * (self.layout.shift(d) as f64);
+                let shift = match &self.keys {
+                    crate::classes::ClassKeys::Packed(layout) => layout.shift(d),
+                    crate::classes::ClassKeys::FirstRow => 0,
+                };
+                let e = estimate(&parent) + 0.3 * (shift as f64);
                 if best.is_none_or(|(b, _, _)| e < b) {
                     best = Some((e, self.lattice.index(&parent), d));
                 }

@@ -13,7 +13,7 @@ impl Evaluator {
         let sens = CellTable::from_rows(
             &ds.qis,
             node,
-            &self.layout,
+            &self.keys,
             self.class_only.as_deref().unwrap_or(&ds.sensitive.codes),
             self.sens_bits,
             ds.weights.as_deref(),
@@ -23,7 +23,7 @@ impl Evaluator {
             Some(c) => Some(CellTable::from_rows(
                 &ds.qis,
                 node,
-                &self.layout,
+                &self.keys,
                 &c.codes,
                 self.label_bits,
                 ds.weights.as_deref(),
@@ -36,13 +36,14 @@ impl Evaluator {
 
     /// Roll-up: the tables of `node`, one level above `parent` in QI `d`, from `parent`'s tables.
     pub fn rollup(&self, parent: &NodeTables, node: &[u8], d: usize) -> NodeTables {
-        let up = &self.dataset.qis[d].hierarchy.level(node[d] - 1).up;
+        let qis = &self.dataset.qis;
+        let up = &qis[d].hierarchy.level(node[d] - 1).up;
         NodeTables {
-            sens: parent.sens.rollup(&self.layout, d, up),
+            sens: parent.sens.rollup(&self.keys, qis, node, d, up),
             labels: parent
                 .labels
                 .as_ref()
-                .map(|t| t.rollup(&self.layout, d, up)),
+                .map(|t| t.rollup(&self.keys, qis, node, d, up)),
         }
     }
 

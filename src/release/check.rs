@@ -382,7 +382,7 @@ pub fn confirm(
             }
             let key = class.key;
             let groups: Vec<u32> = (0..ds.qis.len())
-                .map(|d| ev.layout().code(key, d))
+                .map(|d| ev.class_code(&expected.node, key, d))
                 .collect();
             for c in class.cells() {
                 let value = ds.sensitive.labels[c.value as usize].clone();

@@ -11,7 +11,7 @@ mod udf;
 pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
 pub use fingerprint::{Fingerprint, FingerprintExec, fingerprint};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
-pub use udf::{BoundGeneralize, KeepClasses};
+pub use udf::{BoundGeneralize, KeepClasses, SuppressedClasses};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -8,12 +8,13 @@ use std::collections::HashSet;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::prelude::DataFrame;
 
-use super::udf::{BoundGeneralize, KeepClasses};
+use super::udf::{BoundGeneralize, KeepClasses, SuppressedClasses};
+use crate::classes::ClassKeys;
 use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::input::{self, df_error};
 
-/// The class keys (engine layout) of the classes the suppression rule removes at `node`.
+/// The class keys (see [`ClassKeys`]) of the classes the suppression rule removes at `node`.
 pub fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result<HashSet<u64>> {
     if threshold == 0 {
         return Ok(HashSet::new());
@@ -73,8 +74,23 @@ pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataF
         .enumerate()
         .map(|(d, q)| q.hierarchy.level(node[d]).labels.as_slice())
         .collect();
-    let shifts = (0..ds.qis.len()).map(|d| ev.layout().shift(d)).collect();
-    let keep = KeepClasses::udf(labels, shifts, suppressed);
+    let suppressed = match ev.class_keys() {
+        ClassKeys::Packed(layout) => SuppressedClasses::Packed {
+            shifts: (0..ds.qis.len()).map(|d| layout.shift(d)).collect(),
+            keys: suppressed,
+        },
+        ClassKeys::FirstRow => SuppressedClasses::Codes(
+            suppressed
+                .iter()
+                .map(|&k| {
+                    (0..ds.qis.len())
+                        .map(|d| ev.class_code(node, k, d))
+                        .collect()
+                })
+                .collect(),
+        ),
+    };
+    let keep = KeepClasses::udf(labels, suppressed);
     let args = ds.qis.iter().map(|q| input::column(&q.name)).collect();
     df.filter(keep.call(args)).map_err(|e| df_error(source, e))
 }

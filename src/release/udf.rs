@@ -91,6 +91,20 @@ impl ScalarUDFImpl for BoundGeneralize {
     }
 }
 
+/// The classes a release removes, named by their group codes at the node.
+#[derive(Debug)]
+pub enum SuppressedClasses {
+    /// Packed keys: QI `d`'s group code shifted by `shifts[d]`, or-ed.
+    Packed {
+        /// Bit offset of each QI's field.
+        shifts: Vec<u32>,
+        /// The keys of the suppressed classes.
+        keys: HashSet<u64>,
+    },
+    /// The group codes of each suppressed class, QI by QI (for QIs too wide to pack).
+    Codes(HashSet<Vec<u32>>),
+}
+
 /// `pbg_keep(qi_1, .., qi_n)`: false for rows whose class (their generalized labels) the
 /// suppression rule removes.
 #[derive(Debug)]
@@ -98,8 +112,7 @@ pub struct KeepClasses {
     signature: Signature,
     /// Per QI, the group code of each label at the node's level.
     groups: Vec<HashMap<String, u32>>,
-    shifts: Vec<u32>,
-    suppressed: Arc<HashSet<u64>>,
+    suppressed: Arc<SuppressedClasses>,
 }
 
 impl PartialEq for KeepClasses {
@@ -117,9 +130,9 @@ impl Hash for KeepClasses {
 }
 
 impl KeepClasses {
-    /// The filter for the classes `suppressed` (keys packed with `shifts` from group codes);
-    /// `labels[d]` are QI d's labels at the node's level, in group order.
-    pub fn udf(labels: Vec<&[String]>, shifts: Vec<u32>, suppressed: HashSet<u64>) -> ScalarUDF {
+    /// The filter for the classes `suppressed`; `labels[d]` are QI d's labels at the node's
+    /// level, in group order.
+    pub fn udf(labels: Vec<&[String]>, suppressed: SuppressedClasses) -> ScalarUDF {
         let groups = labels
             .iter()
             .map(|l| {
@@ -132,7 +145,6 @@ impl KeepClasses {
         ScalarUDF::from(KeepClasses {
             signature: Signature::any(groups.len(), Volatility::Immutable),
             groups,
-            shifts,
             suppressed: Arc::new(suppressed),
         })
     }
@@ -153,29 +165,37 @@ impl ScalarUDFImpl for KeepClasses {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let mut keys = vec![0u64; rows];
-        for ((arg, groups), &shift) in args.args.into_iter().zip(&self.groups).zip(&self.shifts) {
+        let qis = self.groups.len();
+        // Row-major group codes: row r's class is codes[r * qis..(r + 1) * qis].
+        let mut codes = vec![0u32; rows * qis];
+        for (d, (arg, groups)) in args.args.into_iter().zip(&self.groups).enumerate() {
             let array: ArrayRef = arg.into_array(rows)?;
             let text = text_column(&array).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let local: Vec<u64> = (0..text.values.len())
-                .map(|i| {
-                    groups
-                        .get(text.values.value(i))
-                        .map_or(u64::MAX, |&g| g as u64)
-                })
+            let local: Vec<Option<u32>> = (0..text.values.len())
+                .map(|i| groups.get(text.values.value(i)).copied())
                 .collect();
-            for (k, key) in keys.iter_mut().zip(text.keys.iter()) {
-                let g = key.map_or(u64::MAX, |key| local[key as usize]);
-                if g == u64::MAX {
+            for (r, key) in text.keys.iter().enumerate() {
+                let Some(g) = key.and_then(|key| local[key as usize]) else {
                     return exec_err!("pbg_keep: a value that is no label of the node's level");
-                }
-                *k |= g << shift;
+                };
+                codes[r * qis + d] = g;
             }
         }
-        let keep: BooleanArray = keys
-            .iter()
-            .map(|k| Some(!self.suppressed.contains(k)))
-            .collect();
+        let row = |r: usize| &codes[r * qis..(r + 1) * qis];
+        let keep: BooleanArray = match self.suppressed.as_ref() {
+            SuppressedClasses::Packed { shifts, keys } => (0..rows)
+                .map(|r| {
+                    let key = row(r)
+                        .iter()
+                        .zip(shifts)
+                        .fold(0u64, |k, (&g, &s)| k | ((g as u64) << s));
+                    Some(!keys.contains(&key))
+                })
+                .collect(),
+            SuppressedClasses::Codes(classes) => {
+                (0..rows).map(|r| Some(!classes.contains(row(r)))).collect()
+            }
+        };
         Ok(ColumnarValue::Array(Arc::new(keep)))
     }
 }

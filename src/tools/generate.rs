@@ -1,10 +1,11 @@
-//! Scale data for benchmarks: `adult-like` tables drawn row by row from the empirical joint
+//! Scale data for benchmarks: `wide` tables of many integer QIs with generated interval
+//! hierarchies (and their profile), and `adult-like` tables drawn row by row from the empirical joint
 //! distribution of the shipped adult data (a seeded bootstrap), with an `id` column first. Rows
 //! are produced in chunks of one Parquet row group, each from its own seed derived from the
 //! user's seed and the chunk index, so the file is the same whatever the thread count.
 
 use std::io::Cursor;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int64Array, UInt32Array};
@@ -99,6 +100,20 @@ pub fn adult_like(rows: u64, seed: u64, output: &Path) -> Result<u64> {
     let mut fields = vec![Field::new("id", DataType::Int64, false)];
     fields.extend(source.schema().fields().iter().map(|f| f.as_ref().clone()));
     let schema: SchemaRef = Arc::new(Schema::new(fields));
+    write_generated(output, &schema, rows, |i, start, len| {
+        chunk(&source, &schema, seed, i, start, len)
+    })?;
+    Ok(rows)
+}
+
+/// Writes `rows` rows made chunk by chunk by `make(chunk index, first row, rows)` to `output`
+/// (Parquet, or CSV by extension), atomically; chunks are made in parallel, written in order.
+fn write_generated(
+    output: &Path,
+    schema: &SchemaRef,
+    rows: u64,
+    make: impl Fn(u64, u64, usize) -> Result<RecordBatch> + Sync,
+) -> Result<()> {
     let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
     let out =
@@ -125,7 +140,7 @@ pub fn adult_like(rows: u64, seed: u64, output: &Path) -> Result<u64> {
             for group in chunks.chunks(window) {
                 let batches: Vec<RecordBatch> = group
                     .par_iter()
-                    .map(|&(i, start, len)| chunk(&source, &schema, seed, i, start, len))
+                    .map(|&(i, start, len)| make(i, start, len))
                     .collect::<Result<_>>()?;
                 for b in batches {
                     w.write(&b).map_err(|e| fail(&e))?;
@@ -139,7 +154,7 @@ pub fn adult_like(rows: u64, seed: u64, output: &Path) -> Result<u64> {
                 .with_header(true)
                 .build(std::io::BufWriter::new(out));
             for &(i, start, len) in &chunks {
-                let b = chunk(&source, &schema, seed, i, start, len)?;
+                let b = make(i, start, len)?;
                 let cols = b
                     .columns()
                     .iter()
@@ -162,6 +177,128 @@ pub fn adult_like(rows: u64, seed: u64, output: &Path) -> Result<u64> {
             out.sync_all().map_err(|e| PbgError::io(output, e))?;
         }
     }
+    file.commit()
+}
+
+/// One QI of a generated wide table: values `0..domain`, drawn as `domain · u^skew`, and an
+/// interval hierarchy of bins `base^1, base^2, ...` (then `*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WideQi {
+    /// Column name (`q01`, `q02`, ...).
+    pub name: String,
+    /// Distinct values the column can take.
+    pub domain: u64,
+    /// Skew exponent of the draws (1 = uniform).
+    pub skew: f64,
+    /// Bin width per hierarchy level above the leaves.
+    pub widths: Vec<u64>,
+}
+
+/// The QIs of a wide table with `qis` columns, drawn from `seed`: domains of 10–100 values, every
+/// fourth QI 10^3–10^6; hierarchies of 3–6 levels (leaves and `*` included).
+pub fn wide_qis(qis: usize, seed: u64) -> Vec<WideQi> {
+    let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ 0x5749_4445));
+    (0..qis)
+        .map(|d| {
+            let domain = if d % 4 == 3 {
+                10u64.pow(rng.random_range(3..=6))
+            } else {
+                rng.random_range(10..=100)
+            };
+            // Levels between the leaves and `*`: 1..=4, so 3..=6 levels in all.
+            let inner = rng.random_range(1..=4u32);
+            let base = ((domain as f64).powf(1.0 / (inner as f64 + 1.0)).ceil() as u64).max(2);
+            let widths = (1..=inner).map(|i| base.pow(i)).collect();
+            WideQi {
+                name: format!("q{:02}", d + 1),
+                domain,
+                skew: if rng.random_range(0..2) == 0 {
+                    1.0
+                } else {
+                    2.0
+                },
+                widths,
+            }
+        })
+        .collect()
+}
+
+/// The profile (TOML) of a generated wide table written to `data` (a file name beside it).
+pub fn wide_profile(qis: &[WideQi], data: &str) -> String {
+    let mut t = format!(
+        "# A generated wide table (pbg generate wide): {} QIs with interval hierarchies,\n\
+         # sensitive `s` (8 values, correlated with q01), identifier `id`.\n\
+         input = \"{data}\"\nsensitive = \"s\"\nidentifiers = [\"id\"]\nsuppression_limit = \"1%\"\n",
+        qis.len()
+    );
+    for q in qis {
+        let widths: Vec<String> = q.widths.iter().map(|w| w.to_string()).collect();
+        t.push_str(&format!(
+            "\n[[qi]]\nname = \"{}\"\nhierarchy = {{ type = \"interval\", widths = [{}] }}\n",
+            q.name,
+            widths.join(", ")
+        ));
+    }
+    t
+}
+
+/// Writes a wide table of `rows` rows (`id`, the QIs of [`wide_qis`], sensitive `s`) drawn with
+/// `seed` to `dir/wide.parquet` and its profile to `dir/wide.toml`. Returns the two paths.
+pub fn wide(qis: usize, rows: u64, seed: u64, dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    if rows == 0 || qis == 0 {
+        return Err(PbgError::argument(
+            if rows == 0 { "rows" } else { "qis" },
+            "must be at least 1".to_string(),
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
+    let spec = wide_qis(qis, seed);
+    let mut fields = vec![Field::new("id", DataType::Int64, false)];
+    fields.extend(
+        spec.iter()
+            .map(|q| Field::new(&q.name, DataType::Int64, false)),
+    );
+    fields.push(Field::new("s", DataType::Utf8, false));
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let data = dir.join("wide.parquet");
+    write_generated(&data, &schema, rows, |i, start, len| {
+        let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ mix(i)));
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(
+            (start..start + len as u64).map(|i| i as i64),
+        ))];
+        let mut first = Vec::new();
+        for (d, q) in spec.iter().enumerate() {
+            let values: Vec<i64> = (0..len)
+                .map(|_| {
+                    let u: f64 = rng.random_range(0.0..1.0);
+                    ((q.domain as f64 * u.powf(q.skew)) as u64).min(q.domain - 1) as i64
+                })
+                .collect();
+            if d == 0 {
+                first = values.clone();
+            }
+            columns.push(Arc::new(Int64Array::from(values)));
+        }
+        let d0 = spec[0].domain as f64;
+        let s: arrow::array::StringArray = first
+            .iter()
+            .map(|&v| {
+                // Half the draws follow q01's octile, half are uniform.
+                let s = if rng.random_range(0..2) == 0 {
+                    ((v as f64 / d0) * 8.0) as u32
+                } else {
+                    rng.random_range(0..8)
+                };
+                Some(format!("s{}", s.min(7)))
+            })
+            .collect();
+        columns.push(Arc::new(s));
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })?;
+    let profile = dir.join("wide.toml");
+    let file = AtomicFile::new(&profile)?;
+    std::fs::write(file.temp_path(), wide_profile(&spec, "wide.parquet"))
+        .map_err(|e| PbgError::io(file.temp_path(), e))?;
     file.commit()?;
-    Ok(rows)
+    Ok((data, profile))
 }

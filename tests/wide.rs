@@ -1,0 +1,225 @@
+//! High-dimensional data: QIs whose codes do not fit a 64-bit key are evaluated on the wide path
+//! (first-row class keys), checked against the naive evaluator and by roll-ups, and released.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int64Type;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use pbg::{Dataset, Evaluator, Profile};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+use crate::common::{pbg, pbg_json};
+use crate::naive::{self, NaiveTable};
+
+/// `pbg generate wide` into `dir`: the profile's path.
+fn generate(dir: &Path, qis: usize, rows: u64, seed: u64) -> PathBuf {
+    let out = pbg_json(&[
+        "generate",
+        "wide",
+        "--qis",
+        &qis.to_string(),
+        "--rows",
+        &rows.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "--output",
+        dir.to_str().unwrap(),
+    ]);
+    PathBuf::from(out["profile"].as_str().unwrap())
+}
+
+/// The generated table as text rows (QIs), sensitive values, read with the parquet crate alone.
+fn raw_rows(data: &Path, qis: usize) -> (Vec<Vec<String>>, Vec<String>) {
+    let file = std::fs::File::open(data).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let (mut rows, mut sens) = (Vec::new(), Vec::new());
+    for batch in reader {
+        let batch = batch.unwrap();
+        for r in 0..batch.num_rows() {
+            rows.push(
+                (1..=qis)
+                    .map(|c| {
+                        let col = batch.column(c).as_primitive::<Int64Type>();
+                        assert!(!col.is_null(r));
+                        col.value(r).to_string()
+                    })
+                    .collect(),
+            );
+            sens.push(batch.column(qis + 1).as_string::<i32>().value(r).to_string());
+        }
+    }
+    (rows, sens)
+}
+
+/// The engine's hierarchies as ARX-style rows `[leaf, level 1, ..., top]` for the naive evaluator.
+fn hierarchy_rows(ev: &Evaluator) -> Vec<Vec<Vec<String>>> {
+    ev.dataset()
+        .qis
+        .iter()
+        .map(|q| {
+            let h = &q.hierarchy;
+            h.leaves()
+                .iter()
+                .enumerate()
+                .map(|(i, leaf)| {
+                    let mut row = vec![leaf.clone()];
+                    for level in &h.levels()[1..] {
+                        row.push(level.labels[level.group_of_leaf[i] as usize].clone());
+                    }
+                    row
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// 10 QIs of which two have 10^3-10^6 values: more than 63 bits, so the evaluator takes the wide
+/// path; every index the naive evaluator computes agrees on random nodes, directly and rolled up
+/// from the bottom along a random chain.
+#[test]
+fn wide_keys_agree_with_the_naive_evaluator() {
+    let dir = tempfile::tempdir().unwrap();
+    let qis = 10;
+    let profile = generate(dir.path(), qis, 1500, 5);
+    let p = Profile::from_toml_file(&profile).unwrap();
+    let ev = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
+    assert!(ev.class_keys().is_wide(), "10 generated QIs should not pack");
+    let (rows, sens) = raw_rows(&dir.path().join("wide.parquet"), qis);
+    let t = NaiveTable {
+        labels: vec!["c".into(); rows.len()],
+        rows,
+        sens,
+        hierarchies: hierarchy_rows(&ev),
+    };
+    let eta = ev.dataset().eta;
+    let heights = ev.lattice().heights().to_vec();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut checked = 0;
+    for _ in 0..6 {
+        // A random chain from the bottom: raise one random QI at a time, rolling up each step.
+        let mut node = vec![0u8; qis];
+        let mut tables = ev.tables(&node).unwrap();
+        let steps = rng.random_range(0..heights.iter().map(|&h| h as usize).sum::<usize>());
+        for _ in 0..steps {
+            let open: Vec<usize> = (0..qis).filter(|&d| node[d] < heights[d]).collect();
+            let d = open[rng.random_range(0..open.len())];
+            node[d] += 1;
+            tables = ev.rollup(&tables, &node, d);
+        }
+        assert_eq!(tables, ev.tables(&node).unwrap(), "tables at {node:?}");
+        let rolled = ev.indices(&node, &tables);
+        let direct = ev.evaluate(&node).unwrap();
+        assert_eq!(rolled, direct, "roll-up vs direct at {node:?}");
+        let want = naive::evaluate(&t, &node, eta);
+        assert_eq!(
+            (
+                direct.classes,
+                direct.k,
+                direct.max_class,
+                direct.l_distinct,
+                direct.suppressed,
+                direct.s_k,
+                direct.s_l
+            ),
+            (
+                want.classes,
+                want.k,
+                want.max_class,
+                want.l_distinct,
+                want.suppressed,
+                want.s_k,
+                want.s_l
+            ),
+            "node {node:?}"
+        );
+        assert!((direct.l_entropy - want.l_entropy).abs() < 1e-9);
+        let (_, v) = ev.property_vectors(&node).unwrap();
+        assert_eq!(v.p_equiv, want.p_equiv, "node {node:?}");
+        assert_eq!(v.p_sens, want.p_sens, "node {node:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+}
+
+/// A 16-QI release with suppressed classes: the wide filter removes exactly the suppressed rows
+/// and the verifier accepts the file.
+#[test]
+fn wide_release_with_suppression_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = generate(dir.path(), 16, 20_000, 2);
+    let out = dir.path().join("release.parquet");
+    let profile = profile.to_str().unwrap();
+    // Three QIs at level 1, the others at their top: a few small classes, suppressed.
+    let node = "1,1,1,5,2,4,3,5,3,4,3,3,4,3,5,5";
+    let ev = pbg_json(&["evaluate", profile, "--node", node]);
+    let suppressed = ev["suppressed"].as_u64().unwrap();
+    assert!(suppressed > 0, "the node should suppress some rows: {ev}");
+    let report = pbg_json(&[
+        "anonymize",
+        profile,
+        "--node",
+        node,
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(report["verified"], serde_json::json!(true), "{report}");
+    assert_eq!(
+        report["rows_released"].as_u64().unwrap(),
+        20_000 - suppressed,
+        "{report}"
+    );
+    let verify = pbg(&[
+        "verify",
+        profile,
+        "--release",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+/// The former "at most 63 bits" refusal: 8 QIs of 300 leaves (72 bits) now evaluate.
+#[test]
+fn no_qi_count_is_refused_for_its_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaves: String = (0..300).map(|i| format!("{i};*\n")).collect();
+    std::fs::write(dir.path().join("h.csv"), leaves).unwrap();
+    let cols: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+    let data: String = format!(
+        "{},s\n{}\n{}\n",
+        cols.join(","),
+        (0..8).map(|i| i.to_string()).collect::<Vec<_>>().join(",") + ",a",
+        (0..8)
+            .map(|i| (299 - i).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+            + ",b"
+    );
+    std::fs::write(dir.path().join("d.csv"), data).unwrap();
+    let h = dir.path().join("h.csv");
+    let mut a: Vec<String> = vec![
+        "evaluate".into(),
+        "--input".into(),
+        dir.path().join("d.csv").to_string_lossy().into_owned(),
+        "--sensitive".into(),
+        "s".into(),
+    ];
+    for c in &cols {
+        a.push("--qi".into());
+        a.push(format!("{c}={}", h.display()));
+    }
+    a.extend(["--node".into(), "0,0,0,0,0,0,0,0".into()]);
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = pbg_json(&refs);
+    assert_eq!(out["classes"], serde_json::json!(2), "{out}");
+    assert_eq!(out["k"], serde_json::json!(1), "{out}");
+}
