@@ -45,7 +45,7 @@ pub mod sql;
 pub mod tools;
 
 // Each stage's modules, also at the crate root.
-pub use choose::{comparators, compare, dominance, policy, search};
+pub use choose::{comparators, compare, dominance, optimal, policy, search};
 pub use encode::{hierarchy, profile, statistics};
 pub use evaluate::lattice;
 pub use measure::{indices, objective, properties, quality, suppression};

@@ -6,6 +6,7 @@ mod common;
 mod fuzz;
 mod golden;
 mod naive;
+mod optimal;
 mod release;
 mod reliability;
 mod rollup;

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use crate::naive::{self, NaiveTable};
 
 /// A random nested hierarchy over `leaves` leaves: each level merges groups of the one below.
-fn hierarchy(leaves: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
+pub(crate) fn hierarchy(leaves: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
     // Up to 3 intermediate levels, each a random map from the previous level's groups.
     proptest::collection::vec(proptest::collection::vec(0usize..4, leaves), 0..3).prop_map(
         move |maps| {
@@ -38,7 +38,7 @@ fn hierarchy(leaves: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
 }
 
 /// Random tables whose sensitive domain is small (dense cell tables) or large (sparse ones).
-fn table() -> impl Strategy<Value = (NaiveTable, u64)> {
+pub(crate) fn table() -> impl Strategy<Value = (NaiveTable, u64)> {
     (
         1usize..4,
         proptest::collection::vec(1usize..6, 3),
@@ -69,7 +69,7 @@ fn table() -> impl Strategy<Value = (NaiveTable, u64)> {
 }
 
 /// The engine's view of a naive table: an in-memory Arrow table and an inline-hierarchy profile.
-fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
+pub(crate) fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
     let q = t.hierarchies.len();
     let mut fields = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();

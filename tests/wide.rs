@@ -51,7 +51,13 @@ fn raw_rows(data: &Path, qis: usize) -> (Vec<Vec<String>>, Vec<String>) {
                     })
                     .collect(),
             );
-            sens.push(batch.column(qis + 1).as_string::<i32>().value(r).to_string());
+            sens.push(
+                batch
+                    .column(qis + 1)
+                    .as_string::<i32>()
+                    .value(r)
+                    .to_string(),
+            );
         }
     }
     (rows, sens)
@@ -89,7 +95,10 @@ fn wide_keys_agree_with_the_naive_evaluator() {
     let profile = generate(dir.path(), qis, 1500, 5);
     let p = Profile::from_toml_file(&profile).unwrap();
     let ev = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
-    assert!(ev.class_keys().is_wide(), "10 generated QIs should not pack");
+    assert!(
+        ev.class_keys().is_wide(),
+        "10 generated QIs should not pack"
+    );
     let (rows, sens) = raw_rows(&dir.path().join("wide.parquet"), qis);
     let t = NaiveTable {
         labels: vec!["c".into(); rows.len()],
@@ -174,12 +183,7 @@ fn wide_release_with_suppression_verifies() {
         20_000 - suppressed,
         "{report}"
     );
-    let verify = pbg(&[
-        "verify",
-        profile,
-        "--release",
-        out.to_str().unwrap(),
-    ]);
+    let verify = pbg(&["verify", profile, "--release", out.to_str().unwrap()]);
     assert!(
         verify.status.success(),
         "{}",

@@ -4,5 +4,6 @@
 pub mod comparators;
 pub mod compare;
 pub mod dominance;
+pub mod optimal;
 pub mod policy;
 pub mod search;

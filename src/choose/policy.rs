@@ -107,6 +107,23 @@ impl Requirement {
         }
     }
 
+    /// Whether every node coarser than a node meeting the requirement meets it too, under the
+    /// suppression `rule` with limit `eta` (SPEC §7): `k` and distinct `l` lower bounds under the
+    /// DBSEC rule; under the requirement rule (which suppresses only classes violating k) `k`,
+    /// and distinct `l` when nothing can be suppressed; entropy `l` only without suppression.
+    pub fn is_monotone(&self, rule: &crate::suppression::SuppressionRule, eta: u64) -> bool {
+        use crate::suppression::SuppressionRule;
+        if !matches!(self.op, Op::Ge | Op::Gt) {
+            return false;
+        }
+        match self.measure {
+            Measure::K => true,
+            Measure::L => eta == 0 || matches!(rule, SuppressionRule::Dbsec),
+            Measure::LEntropy => eta == 0,
+            _ => false,
+        }
+    }
+
     /// The requirement as text.
     pub fn text(&self) -> String {
         let op = match self.op {
@@ -166,10 +183,17 @@ pub struct Picked {
     pub node: Node,
     /// Nodes evaluated.
     pub evaluated: usize,
-    /// Nodes meeting every requirement.
-    pub feasible: usize,
+    /// Nodes meeting every requirement (known after an exhaustive pick only).
+    pub feasible: Option<usize>,
     /// Size of the front the comparator chose from (comparator policies).
     pub front: Option<usize>,
+    /// `pruned` (the optimal search of [`crate::optimal`]) or `exhaustive` (every node).
+    pub search: &'static str,
+    /// Whether the node is proven the policy's best (false only when a pruned search hit its
+    /// budget; the node then meets the requirements but may not have the least loss).
+    pub optimal: bool,
+    /// Why the pick searched as it did.
+    pub note: String,
 }
 
 /// Fewer levels in total first, then lexicographically: the tie-break between equal nodes.
@@ -207,7 +231,8 @@ fn normalized(points: &[Point], objectives: &[Objective]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Evaluates the whole lattice (by roll-ups) and picks the node the policy prefers.
+/// Picks the node the policy prefers: for least GLM under monotone requirements by the pruned
+/// optimal search ([`crate::optimal`]), otherwise by evaluating the whole lattice (roll-ups).
 pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     let has_class = ev.dataset().class.is_some();
     let uses_cm = policy.require.iter().any(|r| r.measure == Measure::Cm)
@@ -237,6 +262,70 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             .iter()
             .any(|o| matches!(o, Objective::LEntropy | Objective::SL));
     let distinct = measures.contains(&Measure::L) || objectives.contains(&Objective::L);
+    let ds = ev.dataset();
+    let rule = &ds.profile.suppression_rule;
+    let non_monotone: Vec<String> = policy
+        .require
+        .iter()
+        .filter(|r| !r.is_monotone(rule, ds.eta))
+        .map(Requirement::text)
+        .collect();
+    let required: Vec<String> = policy.require.iter().map(Requirement::text).collect();
+    let lattice = ev.lattice();
+    if matches!(policy.choice, Choice::Minimize(Measure::Glm)) && non_monotone.is_empty() {
+        let light = ev.lightest(value_counts, distinct)?;
+        return match crate::optimal::pick_min_glm(&light, &policy.require)? {
+            None => Err(PbgError::argument(
+                "require",
+                format!(
+                    "no node of the {}-node lattice meets {} (not even the top node)",
+                    lattice.size_exact(),
+                    required.join(",")
+                ),
+            )),
+            Some(p) => Ok(Picked {
+                node: p.node,
+                evaluated: p.evaluated,
+                feasible: None,
+                front: None,
+                search: "pruned",
+                optimal: p.optimal,
+                note: if p.optimal {
+                    format!(
+                        "least GLM under monotone requirements: {} of {} nodes evaluated, {} visited",
+                        p.evaluated,
+                        lattice.size_exact(),
+                        p.visited
+                    )
+                } else {
+                    format!(
+                        "the pruned search stopped at its budget ({} nodes visited, {} evaluated; limits {} and {}): the node meets the requirements, its GLM is the least found, not proven least",
+                        p.visited,
+                        p.evaluated,
+                        crate::optimal::MAX_VISITED,
+                        crate::optimal::MAX_EVALUATIONS
+                    )
+                },
+            }),
+        };
+    }
+    let note = if !matches!(policy.choice, Choice::Minimize(Measure::Glm)) {
+        "every node evaluated: only --minimize glm is searched with pruning".to_string()
+    } else {
+        format!(
+            "every node evaluated: {} not monotone under this suppression rule and limit",
+            non_monotone.join(",")
+        )
+    };
+    if lattice.size_exact() > crate::lattice::MAX_ENUMERATED {
+        return Err(PbgError::argument(
+            "pick",
+            format!(
+                "the lattice has {} nodes, too many to evaluate each, and the pick cannot prune ({note}); require only k>=, l>= (entropy l without suppression) and minimize glm, or search with PBG-EA (`pbg search --algorithm ea`)",
+                lattice.size_exact()
+            ),
+        ));
+    }
     let all = ev
         .lightest(value_counts, distinct)?
         .evaluate_lattice(&|| {})?;
@@ -245,7 +334,6 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
         .filter(|ix| policy.require.iter().all(|r| r.holds(r.measure.of(ix))))
         .collect();
     if feasible.is_empty() {
-        let required: Vec<String> = policy.require.iter().map(Requirement::text).collect();
         return Err(PbgError::argument(
             "require",
             format!(
@@ -354,8 +442,11 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     Ok(Picked {
         node,
         evaluated: all.len(),
-        feasible: feasible.len(),
+        feasible: Some(feasible.len()),
         front,
+        search: "exhaustive",
+        optimal: true,
+        note,
     })
 }
 

@@ -29,6 +29,16 @@ impl Evaluator {
             .sum()
     }
 
+    /// The GLM of `node`'s generalization with nothing suppressed: no larger than the node's `glm`
+    /// (a suppressed tuple carries the largest loss) and never smaller at a coarser node, so a
+    /// lower bound of `glm` at the node and above it, computed without evaluating anything.
+    pub fn glm_bound(&self, node: &[u8]) -> f64 {
+        node.iter()
+            .enumerate()
+            .map(|(d, &l)| self.glm_base[d][l as usize])
+            .sum()
+    }
+
     /// Every index of `node` from its cell tables, under the suppression rule.
     ///
     /// One integer pass over the sensitive cells gives each class's size, distinct values and
@@ -106,11 +116,7 @@ impl Evaluator {
             }
             penalties as f64 / n as f64
         });
-        let base: f64 = node
-            .iter()
-            .enumerate()
-            .map(|(d, &l)| self.glm_base[d][l as usize])
-            .sum();
+        let base = self.glm_bound(node);
         NodeIndices {
             node: node.to_vec(),
             classes: released.classes,

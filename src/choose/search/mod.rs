@@ -1,7 +1,7 @@
 //! PBG search: the exact front of the lattice, the box-dominance archive and PBG-EA.
 
 mod archive;
-mod cache;
+pub(crate) mod cache;
 mod ea;
 mod front;
 mod metrics;

@@ -1,0 +1,260 @@
+//! The optimal pick without enumerating the lattice: the node of least GLM among those meeting
+//! monotone requirements (`k>=5,l>=3`).
+//!
+//! Two facts make pruning exact. The requirements are monotone (SPEC §7): a node that meets them
+//! has every coarser node meet them, and one that misses them has every finer node miss them. And
+//! the GLM of a node's generalization with nothing suppressed ([`Evaluator::glm_bound`]) is a lower
+//! bound of its GLM that never decreases upwards, known without evaluating anything.
+//!
+//! Nodes are visited best-first by that bound from the bottom. A visited node's status comes from
+//! tags when a known failing node above it or a known meeting node below it implies it; otherwise
+//! a *probe* decides it: a
+//! chain from the node to the top (raising the QI that adds the least bound at each step) is
+//! binary-searched for its lowest node meeting the requirements, and the two nodes around that
+//! cut are tagged (everything below the failing one fails, everything above the meeting one meets),
+//! as Flash does. A meeting node is evaluated and becomes the incumbent when its GLM is lower; the
+//! successors of failing nodes, and of meeting nodes that suppress rows (where a coarser node may
+//! lose less), are queued. The search ends when the next bound exceeds the incumbent's GLM: no
+//! unvisited node can do better, so the incumbent is optimal (ties to fewer levels, then
+//! lexicographic order, as the exhaustive pick).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+
+use crate::error::Result;
+use crate::evaluate::Evaluator;
+use crate::lattice::Node;
+use crate::policy::Requirement;
+use crate::search::cache::EvaluationCache;
+
+/// Nodes the best-first order may visit before the pick stops unproven.
+pub const MAX_VISITED: usize = 100_000;
+
+/// Evaluations a pruned pick may make before it stops unproven.
+pub const MAX_EVALUATIONS: usize = 20_000;
+
+/// The outcome of a pruned pick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrunedPick {
+    /// The node of least GLM found among those meeting the requirements.
+    pub node: Node,
+    /// Its GLM.
+    pub glm: f64,
+    /// Nodes evaluated (each once).
+    pub evaluated: usize,
+    /// Nodes visited in bound order (evaluated or decided by tags).
+    pub visited: usize,
+    /// Whether the search ran to its end (the node is the optimum); false when a budget stopped it.
+    pub optimal: bool,
+}
+
+/// Known statuses: maximal failing nodes (all finer ones fail) and minimal meeting ones (all
+/// coarser ones meet), each kept as an antichain.
+#[derive(Default)]
+struct Tags {
+    failing: Vec<Node>,
+    meeting: Vec<Node>,
+}
+
+fn leq(a: &[u8], b: &[u8]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x <= y)
+}
+
+impl Tags {
+    fn status(&self, n: &[u8]) -> Option<bool> {
+        if self.meeting.iter().any(|m| leq(m, n)) {
+            Some(true)
+        } else if self.failing.iter().any(|f| leq(n, f)) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    fn fails(&mut self, n: Node) {
+        if self.failing.iter().any(|f| leq(&n, f)) {
+            return;
+        }
+        self.failing.retain(|f| !leq(f, &n));
+        self.failing.push(n);
+    }
+
+    fn meets(&mut self, n: Node) {
+        if self.meeting.iter().any(|m| leq(m, &n)) {
+            return;
+        }
+        self.meeting.retain(|m| !leq(&n, m));
+        self.meeting.push(n);
+    }
+}
+
+/// Fewer levels in total first, then lexicographically: the tie-break between equal GLMs.
+fn finer(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let sa: u32 = a.iter().map(|&x| x as u32).sum();
+    let sb: u32 = b.iter().map(|&x| x as u32).sum();
+    sa.cmp(&sb).then_with(|| a.cmp(b))
+}
+
+/// The search state.
+struct Pick<'a> {
+    ev: &'a Evaluator,
+    require: &'a [Requirement],
+    cache: EvaluationCache<'a>,
+    tags: Tags,
+    heights: Vec<u8>,
+    best: Option<(f64, Node)>,
+}
+
+impl Pick<'_> {
+    /// Evaluates `n` (once) and tells whether it meets the requirements; a meeting node is a
+    /// candidate.
+    fn meets(&mut self, n: &[u8]) -> Result<bool> {
+        self.cache.evaluate(&[n.to_vec()])?;
+        let Some(ix) = self.cache.get(n) else {
+            return Ok(false);
+        };
+        let ok = self.require.iter().all(|r| r.holds(r.measure.of(ix)));
+        if ok {
+            let glm = ix.glm;
+            let better = self.best.as_ref().is_none_or(|(b, bn)| {
+                glm < *b || (glm == *b && finer(n, bn) == std::cmp::Ordering::Less)
+            });
+            if better {
+                self.best = Some((glm, n.to_vec()));
+            }
+        }
+        Ok(ok)
+    }
+
+    /// The chain from `n` to the top raising, step by step, the QI whose next level adds the
+    /// least to the bound (ties to the first QI).
+    fn chain(&self, n: &[u8]) -> Vec<Node> {
+        let mut at = n.to_vec();
+        let mut chain = vec![at.clone()];
+        loop {
+            let base = self.ev.glm_bound(&at);
+            let mut step: Option<(f64, usize)> = None;
+            for d in 0..at.len() {
+                if at[d] < self.heights[d] {
+                    at[d] += 1;
+                    let add = self.ev.glm_bound(&at) - base;
+                    at[d] -= 1;
+                    if step.is_none_or(|(a, _)| add < a) {
+                        step = Some((add, d));
+                    }
+                }
+            }
+            let Some((_, d)) = step else { break };
+            at[d] += 1;
+            chain.push(at.clone());
+        }
+        chain
+    }
+
+    /// Decides `n` by a binary search on its chain to the top (whose top is known to meet),
+    /// tagging the nodes around the cut.
+    fn probe(&mut self, n: &[u8]) -> Result<bool> {
+        let chain = self.chain(n);
+        let mut lo: Option<usize> = None;
+        let mut hi = chain.len() - 1;
+        for (i, c) in chain.iter().enumerate() {
+            match self.tags.status(c) {
+                Some(true) => {
+                    hi = i;
+                    break;
+                }
+                Some(false) => lo = Some(i),
+                None => {}
+            }
+        }
+        loop {
+            let start = lo.map_or(0, |l| l + 1);
+            if start >= hi {
+                break;
+            }
+            let mid = start + (hi - start) / 2;
+            if self.meets(&chain[mid])? {
+                hi = mid;
+            } else {
+                lo = Some(mid);
+            }
+        }
+        if let Some(l) = lo {
+            self.tags.fails(chain[l].clone());
+        }
+        self.tags.meets(chain[hi].clone());
+        Ok(hi == 0)
+    }
+}
+
+/// The node of least GLM meeting `require` (every requirement monotone: see
+/// [`Requirement::is_monotone`]), found without enumerating the lattice. `ev` must compute the
+/// indices the requirements read. None when not even the top node meets them.
+pub fn pick_min_glm(ev: &Evaluator, require: &[Requirement]) -> Result<Option<PrunedPick>> {
+    let heights = ev.lattice().heights().to_vec();
+    let mut s = Pick {
+        ev,
+        require,
+        cache: EvaluationCache::new(ev),
+        tags: Tags::default(),
+        heights: heights.clone(),
+        best: None,
+    };
+    let top = ev.lattice().top();
+    if !s.meets(&top)? {
+        return Ok(None);
+    }
+    s.tags.meets(top);
+    let suppresses = ev.dataset().eta > 0;
+    // Best-first by the bound; the bound's bits order like the (non-negative) bound.
+    let key = |n: &Node| (ev.glm_bound(n).max(0.0).to_bits(), n.clone());
+    let mut heap: BinaryHeap<Reverse<(u64, Node)>> = BinaryHeap::new();
+    let mut seen: HashSet<Node> = HashSet::new();
+    let bottom = ev.lattice().bottom();
+    seen.insert(bottom.clone());
+    heap.push(Reverse(key(&bottom)));
+    let mut visited = 0usize;
+    let mut optimal = true;
+    while let Some(Reverse((bits, n))) = heap.pop() {
+        let bound = f64::from_bits(bits);
+        if let Some((b, _)) = &s.best
+            && bound > b + 1e-9 * b.abs().max(1.0)
+        {
+            break;
+        }
+        if visited >= MAX_VISITED || s.cache.evaluations() >= MAX_EVALUATIONS {
+            optimal = false;
+            break;
+        }
+        visited += 1;
+        let meets = match s.tags.status(&n) {
+            Some(m) => m,
+            None => s.probe(&n)?,
+        };
+        let expand = if meets {
+            s.meets(&n)?;
+            // A coarser node can lose less only by suppressing less.
+            suppresses && s.cache.get(&n).is_some_and(|ix| ix.suppressed > 0)
+        } else {
+            true
+        };
+        if expand {
+            for d in 0..n.len() {
+                if n[d] < heights[d] {
+                    let mut m = n.clone();
+                    m[d] += 1;
+                    if seen.insert(m.clone()) {
+                        heap.push(Reverse(key(&m)));
+                    }
+                }
+            }
+        }
+    }
+    Ok(s.best.map(|(glm, node)| PrunedPick {
+        node,
+        glm,
+        evaluated: s.cache.evaluations(),
+        visited,
+        optimal,
+    }))
+}
