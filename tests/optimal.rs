@@ -57,7 +57,7 @@ proptest! {
         }
         let text = if with_l { format!("k>={k},l>={l}") } else { format!("k>={k}") };
         let require = Requirement::parse_list(&text).unwrap();
-        let rule = ev.dataset().profile.suppression_rule.clone();
+        let rule = ev.dataset().profile.suppression_rule;
         prop_assume!(require.iter().all(|r| r.is_monotone(&rule, ev.dataset().eta)));
         let got = pick_min_glm(&ev, &require).unwrap();
         let want = exhaustive(&ev, &require);
