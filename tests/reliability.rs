@@ -1207,3 +1207,25 @@ fn parquet_files_of_one_input_must_have_the_same_columns() {
         "{err}"
     );
 }
+
+/// A directory input with a file the listing would pass over (a compressed part, a note) is
+/// refused, naming the file, instead of releasing without its rows.
+#[test]
+fn directory_files_the_listing_would_skip_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    fs::create_dir(&lake).unwrap();
+    write(&lake, "a.csv", "zip,disease\n13053,flu\n13068,cold\n");
+    write(&lake, "b.csv.gz", "not read\n");
+    let p = profile(dir.path(), lake.to_str().unwrap(), false, "");
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("b.csv.gz") && err.contains("would be skipped"),
+        "{err}"
+    );
+    // Naming the files with a glob reads exactly those.
+    let glob = format!("{}/*.csv", lake.display());
+    let p = profile(dir.path(), &glob, false, "");
+    let v = crate::common::pbg_json(&["evaluate", &p, "--node", "0"]);
+    assert_eq!(v["classes"], serde_json::json!(2), "{v}");
+}

@@ -115,7 +115,9 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     if let Some(plot) = &a.plot {
         a.profile.profile()?.protect(plot)?;
     }
+    let started = std::time::Instant::now();
     let ev = a.profile.statistics_evaluator()?;
+    let read_s = started.elapsed().as_secs_f64();
     let objectives = Objective::parse_list(&a.objectives, ev.dataset().class.is_some())?;
     let epsilon = a
         .epsilon
@@ -137,13 +139,23 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
             },
         )?,
     };
+    let search_s = started.elapsed().as_secs_f64() - read_s;
     if let Some(path) = &a.plot {
         let title = format!("{} front ({})", result.algorithm, a.objectives);
         plot::front_svg(path, &title, &objectives, &[("front", &result.front)])?;
     }
     let names: Vec<String> = ev.qi_names().iter().map(|n| n.to_string()).collect();
     match a.format {
-        Format::Json => println!("{}", result_json(&result)),
+        Format::Json => {
+            let mut v = result_json(&result);
+            // Per-evaluation cost: the search's time over the nodes it evaluated.
+            v["timings"] = json!({
+                "read_s": read_s,
+                "search_s": search_s,
+                "ms_per_evaluation": 1e3 * search_s / result.evaluations.max(1) as f64,
+            });
+            println!("{v}");
+        }
         Format::Csv | Format::Table => {
             let sep = if matches!(a.format, Format::Csv) {
                 ","

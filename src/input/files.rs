@@ -118,6 +118,26 @@ pub(super) fn kind_of(path: &Path) -> Result<(FileKind, String)> {
             mixed(&all)
         }
     }
+    .and_then(|(kind, ext)| {
+        // A file the listing would pass over (`part.csv.gz`, `notes.txt`) is rows or a mistake:
+        // neither may vanish silently.
+        let other: Vec<&PathBuf> = files
+            .iter()
+            .filter(|f| !f.to_string_lossy().ends_with(&ext))
+            .collect();
+        match other.first() {
+            None => Ok((kind, ext)),
+            Some(first) => Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{} file(s) not named *{ext} would be skipped, e.g. {}: move them out, or name the input files with a glob such as `{}/*{ext}`",
+                    other.len(),
+                    first.display(),
+                    path.display()
+                ),
+            }),
+        }
+    })
 }
 
 /// The header of a CSV file: its first record, split on `delimiter` outside double quotes.

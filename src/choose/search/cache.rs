@@ -63,19 +63,22 @@ impl<'a> EvaluationCache<'a> {
             self.tables.push((bottom, Arc::new(t)));
             fresh.retain(|n| !self.indices.contains_key(n));
         }
-        let sources: Vec<(Node, Arc<NodeTables>)> = fresh
+        let sources: Vec<Option<(Node, Arc<NodeTables>)>> = fresh
             .iter()
-            .map(|n| self.tables[self.best(n)].clone())
+            .map(|n| self.best(n).map(|i| self.tables[i].clone()))
             .collect();
         let done: Vec<(Node, NodeTables, NodeIndices)> = fresh
             .into_par_iter()
             .zip(sources)
-            .map(|(node, (from, src))| {
-                let tables = self.climb(&src, &from, &node);
+            .map(|(node, source)| -> Result<_> {
+                let tables = match source {
+                    Some((from, src)) => self.climb(&src, &from, &node),
+                    None => self.ev.tables(&node)?,
+                };
                 let ix = self.ev.indices(&node, &tables);
-                (node, tables, ix)
+                Ok((node, tables, ix))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         for (node, tables, ix) in done {
             self.indices.insert(node.clone(), ix);
             if self.cells + tables.sens.len() <= CELL_BUDGET {
@@ -86,19 +89,23 @@ impl<'a> EvaluationCache<'a> {
         Ok(())
     }
 
-    /// Index into `tables` of the cached finer node cheapest to roll up from: cells × levels to climb.
-    fn best(&self, node: &[u8]) -> usize {
-        let mut best = (usize::MAX, 0);
+    /// Index into `tables` of the cached finer node cheapest to roll up from (cost: classes ×
+    /// levels to climb), or None when evaluating from the encoded rows costs less (a climb of
+    /// many levels from a table about as large as the rows, as on wide data).
+    fn best(&self, node: &[u8]) -> Option<usize> {
+        // A direct evaluation touches every encoded row about twice (keys, then counts).
+        let direct = self.ev.dataset().num_rows().saturating_mul(2);
+        let mut best: Option<(usize, usize)> = None;
         for (i, (m, t)) in self.tables.iter().enumerate() {
             if m.iter().zip(node).all(|(a, b)| a <= b) {
                 let steps: usize = node.iter().zip(m).map(|(a, b)| (a - b) as usize).sum();
-                let cost = t.sens.len().saturating_mul(steps.max(1));
-                if cost < best.0 {
-                    best = (cost, i);
+                let cost = t.sens.num_classes().saturating_mul(steps.max(1));
+                if best.is_none_or(|(c, _)| cost < c) {
+                    best = Some((cost, i));
                 }
             }
         }
-        best.1
+        best.filter(|&(cost, _)| cost <= direct).map(|(_, i)| i)
     }
 
     /// Rolls `tables` of node `from` up to `to`, one level of one QI at a time.
