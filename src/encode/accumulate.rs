@@ -7,7 +7,6 @@
 //! packed integer keys, and keeps its memory inside the session's pool.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
@@ -25,7 +24,7 @@ pub(crate) struct Accumulator {
     shifts: Vec<u32>,
     packed: Counter,
     /// Used instead of `packed` once the ids no longer fit 63 bits.
-    wide: Option<HashMap<Vec<u32>, u64>>,
+    wide: Option<WideCounter>,
     pub(crate) rows: u64,
 }
 
@@ -73,7 +72,7 @@ impl Accumulator {
             .map(|c| c.values.iter().map(|v| v.len() * 2 + 64).sum::<usize>())
             .sum();
         let combos = match &self.wide {
-            Some(m) => m.len() * (self.columns.len() * 4 + 48),
+            Some(m) => m.len() * (self.columns.len() * 4 + 24),
             None => self.packed.len() * 32,
         };
         values + combos
@@ -103,7 +102,11 @@ impl Accumulator {
         let old_combos: Vec<(Vec<u32>, u64)> =
             old.iter().map(|&(k, c)| (self.unpack(k), c)).collect();
         if bits.iter().sum::<u32>() > 63 {
-            self.wide = Some(old_combos.into_iter().collect());
+            let mut wide = WideCounter::new(self.columns.len());
+            for (ids, count) in &old_combos {
+                wide.add(ids, *count);
+            }
+            self.wide = Some(wide);
             return;
         }
         self.bits = bits;
@@ -117,7 +120,7 @@ impl Accumulator {
 
     fn add_combo(&mut self, ids: Vec<u32>, count: u64) {
         match &mut self.wide {
-            Some(map) => *map.entry(ids).or_default() += count,
+            Some(map) => map.add(&ids, count),
             None => {
                 let key = self.pack(&ids);
                 self.packed.add(key, count);
@@ -171,14 +174,17 @@ impl Accumulator {
         }
         self.fit();
         self.rows += n as u64;
-        if self.wide.is_some() {
-            for r in 0..n {
-                let ids: Vec<u32> = keys
-                    .iter()
-                    .zip(&local_ids)
-                    .map(|(k, m)| m[k[r] as usize])
-                    .collect();
-                self.add_combo(ids, 1);
+        if let Some(wide) = &mut self.wide {
+            // Column by column into a row-major buffer (no allocation per row), then counted.
+            let w = keys.len();
+            let mut ids = vec![0u32; n * w];
+            for (c, (k, m)) in keys.iter().zip(&local_ids).enumerate() {
+                for (r, &key) in k.iter().enumerate() {
+                    ids[r * w + c] = m[key as usize];
+                }
+            }
+            for row in ids.chunks_exact(w.max(1)) {
+                wide.add(row, 1);
             }
             return Ok(());
         }
@@ -215,7 +221,7 @@ impl Accumulator {
     /// The distinct combinations with their counts.
     pub(crate) fn into_combos(self) -> Vec<(Vec<u32>, u64)> {
         match self.wide {
-            Some(map) => map.into_iter().collect(),
+            Some(map) => map.into_combos(),
             None => {
                 let cells = self.packed.into_pairs();
                 let mut out = Vec::with_capacity(cells.len());
@@ -231,5 +237,88 @@ impl Accumulator {
                 out
             }
         }
+    }
+}
+
+/// Counts of id combinations too wide to pack: combinations stored flat (no allocation per row),
+/// found through an open-addressing table of their hashes, equal hashes confirmed id by id.
+pub(crate) struct WideCounter {
+    width: usize,
+    /// Combination `i` is `ids[i * width..(i + 1) * width]`.
+    ids: Vec<u32>,
+    counts: Vec<u64>,
+    /// Per slot, combination index + 1 (0 = empty).
+    slots: Vec<u32>,
+    hashes: Vec<u64>,
+}
+
+impl WideCounter {
+    fn new(width: usize) -> Self {
+        WideCounter {
+            width,
+            ids: Vec::new(),
+            counts: Vec::new(),
+            slots: vec![0; 1024],
+            hashes: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    fn hash(ids: &[u32]) -> u64 {
+        let mut h = 0x243F_6A88_85A3_08D3u64;
+        for &id in ids {
+            h = (h.rotate_left(26) ^ id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        h ^ (h >> 31)
+    }
+
+    fn add(&mut self, ids: &[u32], count: u64) {
+        if (self.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let h = Self::hash(ids);
+        let mask = self.slots.len() - 1;
+        let mut s = (h as usize) & mask;
+        loop {
+            let t = self.slots[s];
+            if t == 0 {
+                self.slots[s] = self.counts.len() as u32 + 1;
+                self.ids.extend_from_slice(ids);
+                self.counts.push(count);
+                self.hashes.push(h);
+                return;
+            }
+            let i = (t - 1) as usize;
+            if self.hashes[i] == h && &self.ids[i * self.width..(i + 1) * self.width] == ids {
+                self.counts[i] += count;
+                return;
+            }
+            s = (s + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = self.slots.len() * 2;
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        for (i, &h) in self.hashes.iter().enumerate() {
+            let mut s = (h as usize) & mask;
+            while self.slots[s] != 0 {
+                s = (s + 1) & mask;
+            }
+            self.slots[s] = i as u32 + 1;
+        }
+    }
+
+    fn into_combos(self) -> Vec<(Vec<u32>, u64)> {
+        let w = self.width.max(1);
+        self.ids
+            .chunks_exact(w)
+            .map(<[u32]>::to_vec)
+            .zip(self.counts)
+            .collect()
     }
 }

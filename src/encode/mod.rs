@@ -9,6 +9,7 @@ pub mod hierarchy;
 pub mod profile;
 pub mod statistics;
 
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -264,22 +265,31 @@ impl Combinations {
                 tuples: n as u64,
             };
         };
-        let mut merged: HashMap<Vec<u32>, u64> = HashMap::with_capacity(n);
-        for (r, &w) in weights.iter().enumerate() {
-            let key: Vec<u32> = ids.iter().map(|c| c[r]).collect();
-            *merged.entry(key).or_default() += w;
-        }
-        let mut combos: Vec<(Vec<u32>, u64)> = merged.into_iter().filter(|(_, w)| *w > 0).collect();
-        combos.sort_unstable();
-        let tuples = combos.iter().map(|(_, w)| *w).sum();
-        let mut ids: Vec<Vec<u32>> = vec![Vec::with_capacity(combos.len()); columns.len()];
-        let mut weights = Vec::with_capacity(combos.len());
-        for (key, w) in combos {
-            for (c, id) in ids.iter_mut().zip(key) {
-                c.push(id);
+        // Combinations in ascending id order (column by column), equal ones merged: a sort of row
+        // indices, so no key is materialized per combination.
+        let cmp = |a: u32, b: u32| {
+            ids.iter()
+                .map(|c| c[a as usize].cmp(&c[b as usize]))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        };
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.par_sort_unstable_by(|&a, &b| cmp(a, b));
+        let mut kept: Vec<(u32, u64)> = Vec::with_capacity(n);
+        for &r in &order {
+            let w = weights[r as usize];
+            match kept.last_mut() {
+                Some((first, total)) if cmp(*first, r).is_eq() => *total += w,
+                _ => kept.push((r, w)),
             }
-            weights.push(w);
         }
+        kept.retain(|&(_, w)| w > 0);
+        let tuples = kept.iter().map(|&(_, w)| w).sum();
+        let ids: Vec<Vec<u32>> = ids
+            .iter()
+            .map(|c| kept.iter().map(|&(r, _)| c[r as usize]).collect())
+            .collect();
+        let weights: Vec<u64> = kept.iter().map(|&(_, w)| w).collect();
         Combinations {
             columns,
             ids,
