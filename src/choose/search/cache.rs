@@ -54,13 +54,12 @@ impl<'a> EvaluationCache<'a> {
         if fresh.is_empty() {
             return Ok(());
         }
-        if self.tables.is_empty() {
-            let bottom = self.ev.lattice().bottom();
+        let bottom = self.ev.lattice().bottom();
+        if !self.indices.contains_key(&bottom) {
             let t = self.ev.tables(&bottom)?;
             self.indices
                 .insert(bottom.clone(), self.ev.indices(&bottom, &t));
-            self.cells += t.sens.len();
-            self.tables.push((bottom, Arc::new(t)));
+            self.admit(bottom, t);
             fresh.retain(|n| !self.indices.contains_key(n));
         }
         let sources: Vec<Option<(Node, Arc<NodeTables>)>> = fresh
@@ -81,12 +80,37 @@ impl<'a> EvaluationCache<'a> {
             .collect::<Result<_>>()?;
         for (node, tables, ix) in done {
             self.indices.insert(node.clone(), ix);
-            if self.cells + tables.sens.len() <= CELL_BUDGET {
-                self.cells += tables.sens.len();
-                self.tables.push((node, Arc::new(tables)));
-            }
+            self.admit(node, tables);
         }
         Ok(())
+    }
+
+    /// Keeps `tables` for later roll-ups, evicting larger cached tables when the budget is full:
+    /// small tables (coarse nodes) are the cheap sources, and a search spends most of its
+    /// evaluations among them once it has left its first random nodes.
+    fn admit(&mut self, node: Node, tables: NodeTables) {
+        let size = tables.sens.len();
+        if size > CELL_BUDGET {
+            return;
+        }
+        while self.cells + size > CELL_BUDGET {
+            let Some((i, largest)) = self
+                .tables
+                .iter()
+                .enumerate()
+                .map(|(i, (_, t))| (i, t.sens.len()))
+                .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))
+            else {
+                return;
+            };
+            if largest <= size {
+                return;
+            }
+            self.cells -= largest;
+            self.tables.remove(i);
+        }
+        self.cells += size;
+        self.tables.push((node, Arc::new(tables)));
     }
 
     /// Index into `tables` of the cached finer node cheapest to roll up from (cost: classes ×
