@@ -124,9 +124,11 @@ proptest! {
     #[test]
     fn rolled_up_tables_equal_direct_tables((t, eta) in table()) {
         let packed = engine(&t, eta);
-        let wide = packed.with_first_row_keys();
+        // The wide path with every node keyed by first rows, and with only coarse nodes packing
+        // (roll-ups across the two kinds of nodes).
+        let (rows, mixed) = (packed.with_wide_keys(0), packed.with_wide_keys(6));
         let mut evaluators = Vec::new();
-        for ev in [packed, wide] {
+        for ev in [packed, rows, mixed] {
             evaluators.push(ev.class_only().unwrap());
             evaluators.extend(ev.distinct_only());
             evaluators.push(ev);
@@ -148,13 +150,13 @@ proptest! {
         }
     }
 
-    /// The packed and the wide (first-row) class keys, each by roll-up and directly, equal the
-    /// naive evaluator on every node.
+    /// The packed and the wide class keys (first rows everywhere, or first rows below and packed
+    /// codes above), each by roll-up and directly, equal the naive evaluator on every node.
     #[test]
     fn rollup_direct_and_naive_agree((t, eta) in table()) {
         let packed = engine(&t, eta);
         prop_assert!(!packed.class_keys().is_wide());
-        for ev in [packed.with_first_row_keys(), packed] {
+        for ev in [packed.with_wide_keys(0), packed.with_wide_keys(6), packed] {
         let all = ev.evaluate_lattice(&|| {}).unwrap();
         prop_assert_eq!(all.len(), ev.lattice().size());
         for (i, rolled) in all.iter().enumerate() {

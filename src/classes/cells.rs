@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::counter::Counter;
 use super::dense::{DenseSizes, DenseTable};
 use super::sparse::{SparseSizes, SparseTable};
-use super::{ClassKeys, KeyLayout, wide};
+use super::{KeyLayout, NodeKeys, wide};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
@@ -168,7 +168,7 @@ impl CellTable {
     pub fn from_rows(
         qis: &[EncodedQi],
         node: &[u8],
-        class_keys: &ClassKeys,
+        class_keys: &NodeKeys,
         values: &UInt32Array,
         value_bits: u32,
         weights: Option<&[u64]>,
@@ -177,8 +177,8 @@ impl CellTable {
         let gather = NodeGather::new(qis, node);
         let n = values.len();
         let firsts = match class_keys {
-            ClassKeys::Packed(_) => Vec::new(),
-            ClassKeys::FirstRow => wide::first_rows(qis, node, &(0..n as u32).collect::<Vec<_>>()),
+            NodeKeys::Packed(_) => Vec::new(),
+            NodeKeys::FirstRow => wide::first_rows(qis, node, &(0..n as u32).collect::<Vec<_>>()),
         };
         let starts: Vec<usize> = (0..n).step_by(CHUNK_ROWS).collect();
         let counter = starts
@@ -189,8 +189,8 @@ impl CellTable {
                     let len = CHUNK_ROWS.min(n - start);
                     let mut keys = vec![0u64; len];
                     match class_keys {
-                        ClassKeys::Packed(layout) => gather.fill(qis, layout, start, &mut keys)?,
-                        ClassKeys::FirstRow => {
+                        NodeKeys::Packed(layout) => gather.fill(qis, layout, start, &mut keys)?,
+                        NodeKeys::FirstRow => {
                             for (k, &f) in keys.iter_mut().zip(&firsts[start..start + len]) {
                                 *k = f as u64;
                             }
@@ -237,38 +237,69 @@ impl CellTable {
         }))
     }
 
-    /// Roll-up: the table of `node`, one level coarser in QI `d` than this table's node, where
-    /// `up` maps QI `d`'s group codes at the finer level to the coarser level. Only classes are
-    /// touched, never rows (first-row keys read the codes of each finer class's first row).
+    /// Roll-up: the table of `node`, one level coarser in QI `d` than this table's node (whose
+    /// keys are `from`; `node`'s are `to`), where `up` maps QI `d`'s group codes at the finer
+    /// level to the coarser level. Only classes are touched, never rows (first-row keys read the
+    /// codes of each finer class's first row).
     pub fn rollup(
         &self,
-        class_keys: &ClassKeys,
+        from: &NodeKeys,
+        to: &NodeKeys,
         qis: &[EncodedQi],
         node: &[u8],
         d: usize,
         up: &[u32],
     ) -> Self {
-        match class_keys {
-            ClassKeys::Packed(layout) => CellTable(match &self.0 {
-                Repr::Sparse(t) => Repr::Sparse(t.rollup(layout, d, up)),
-                Repr::Dense(t) => Repr::Dense(t.rollup(layout, d, up)),
+        let keys = || self.classes().map(|c| c.key);
+        match (from, to) {
+            (NodeKeys::Packed(a), NodeKeys::Packed(b)) if a == b => CellTable(match &self.0 {
+                Repr::Sparse(t) => Repr::Sparse(t.rollup(a, d, up)),
+                Repr::Dense(t) => Repr::Dense(t.rollup(a, d, up)),
             }),
-            ClassKeys::FirstRow => {
-                let items: Vec<u32> = self.classes().map(|c| c.key as u32).collect();
+            (NodeKeys::Packed(a), NodeKeys::Packed(b)) => {
+                // QI d's field narrows: every key is repacked.
+                self.regroup_by(keys().map(|k| {
+                    (0..qis.len()).fold(0u64, |out, e| {
+                        let c = a.code(k, e);
+                        let c = if e == d { up[c as usize] } else { c };
+                        out | ((c as u64) << b.shift(e))
+                    })
+                }))
+            }
+            (NodeKeys::FirstRow, NodeKeys::Packed(b)) => {
+                // Coarse enough to pack: each class's codes at `node` from its first row.
+                self.regroup_by(keys().map(|k| {
+                    (0..qis.len()).fold(0u64, |out, e| {
+                        let c = NodeKeys::FirstRow.code(qis, node, k, e);
+                        out | ((c as u64) << b.shift(e))
+                    })
+                }))
+            }
+            (NodeKeys::FirstRow, NodeKeys::FirstRow) => {
+                let items: Vec<u32> = keys().map(|k| k as u32).collect();
                 let firsts = wide::first_rows(qis, node, &items);
-                // (coarser key << 32 | finer class), sorted: the coarser classes in key order.
-                let mut order: Vec<u64> = firsts
-                    .iter()
-                    .enumerate()
-                    .map(|(p, &f)| ((f as u64) << 32) | p as u64)
-                    .collect();
-                order.par_sort_unstable();
-                CellTable(match &self.0 {
-                    Repr::Sparse(t) => Repr::Sparse(t.regroup(&order)),
-                    Repr::Dense(t) => Repr::Dense(t.regroup(&order)),
-                })
+                self.regroup_by(firsts.into_iter().map(u64::from))
+            }
+            (NodeKeys::Packed(_), NodeKeys::FirstRow) => {
+                unreachable!(
+                    "a node coarser than a packed one packs too (group counts shrink upwards)"
+                )
             }
         }
+    }
+
+    /// The table regrouped by each class's coarser key (`new_keys`, in class order): classes with
+    /// equal keys merged, in ascending key order.
+    fn regroup_by(&self, new_keys: impl Iterator<Item = u64>) -> Self {
+        let mut order: Vec<u128> = new_keys
+            .enumerate()
+            .map(|(p, k)| ((k as u128) << 64) | p as u128)
+            .collect();
+        order.par_sort_unstable();
+        CellTable(match &self.0 {
+            Repr::Sparse(t) => Repr::Sparse(t.regroup(&order)),
+            Repr::Dense(t) => Repr::Dense(t.regroup(&order)),
+        })
     }
 
     /// Whether the cells hold each class's set of values as a bit mask (one cell per class).

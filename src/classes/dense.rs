@@ -145,9 +145,9 @@ impl DenseTable {
         }
     }
 
-    /// The classes regrouped by `order`: sorted entries `(coarser key << 32) | finer class`.
-    pub(crate) fn regroup(&self, order: &[u64]) -> Self {
-        let feed = |v: &mut dyn FnMut(Block<'_>)| v(Block::Packed { high: 0, order });
+    /// The classes regrouped by `order`: sorted entries `(coarser key << 64) | finer class`.
+    pub(crate) fn regroup(&self, order: &[u128]) -> Self {
+        let feed = |v: &mut dyn FnMut(Block<'_>)| v(Block::Wide(order));
         match self.lanes {
             1 => self.rebuild::<1>(feed),
             2 => self.rebuild::<2>(feed),

@@ -72,25 +72,16 @@ impl KeyLayout {
     }
 }
 
-/// How the class keys of a dataset's nodes name their equivalence classes.
+/// How the class keys of one node's cell tables name its equivalence classes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClassKeys {
-    /// The generalized codes packed into bit fields (the fast path, when the QIs' leaves and the
-    /// value codes fit 63 bits): keys order classes by their codes, QI by QI.
+pub enum NodeKeys {
+    /// The node's group codes packed into bit fields: keys order classes by their codes, QI by QI.
     Packed(KeyLayout),
-    /// The wide path: a class's key is its first row (see [`super::wide`]); any number of QIs.
+    /// A class's key is its first row (see [`super::wide`]): any number of QIs, any widths.
     FirstRow,
 }
 
-impl ClassKeys {
-    /// Packed keys when `leaf_counts` and `value_counts` fit 63 bits, else first-row keys.
-    pub fn new(names: &[&str], leaf_counts: &[usize], value_counts: &[usize]) -> Self {
-        match KeyLayout::new(names, leaf_counts, value_counts) {
-            Ok(layout) => ClassKeys::Packed(layout),
-            Err(_) => ClassKeys::FirstRow,
-        }
-    }
-
+impl NodeKeys {
     /// The code of QI `d` at `node` in the class named `class_key`.
     #[inline]
     pub fn code(
@@ -101,8 +92,8 @@ impl ClassKeys {
         d: usize,
     ) -> u32 {
         match self {
-            ClassKeys::Packed(layout) => layout.code(class_key, d),
-            ClassKeys::FirstRow => {
+            NodeKeys::Packed(layout) => layout.code(class_key, d),
+            NodeKeys::FirstRow => {
                 let leaf = qis[d].codes.value(class_key as usize);
                 match node[d] {
                     0 => leaf,
@@ -111,9 +102,103 @@ impl ClassKeys {
             }
         }
     }
+}
 
-    /// Whether keys are first rows (the wide path).
+/// The group counts of every QI's levels and the value domains: what a node's layout needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WideKeys {
+    names: Vec<String>,
+    /// `groups[d][l]`: groups of QI `d` at level `l`.
+    groups: Vec<Vec<usize>>,
+    value_counts: Vec<usize>,
+    /// Bits a node's packed key may take (with the value bits); 0 = never pack.
+    max_bits: u32,
+}
+
+/// How the class keys of a dataset's nodes name their equivalence classes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClassKeys {
+    /// One layout for every node, over the QIs' leaves (the fast path, when the leaves and the
+    /// value codes fit 63 bits).
+    Packed(KeyLayout),
+    /// The wide path: each node packs its own group codes when they fit (coarse nodes), and
+    /// names its classes by their first rows otherwise. A node coarser than one that packs packs
+    /// too (group counts only shrink upwards).
+    Wide(WideKeys),
+}
+
+impl ClassKeys {
+    /// Packed keys when `leaf_counts` and `value_counts` fit 63 bits, else the wide path over
+    /// the QIs' level group counts `groups[d][l]`.
+    pub fn new(names: &[&str], groups: Vec<Vec<usize>>, value_counts: &[usize]) -> Self {
+        let leaves: Vec<usize> = groups.iter().map(|g| g[0]).collect();
+        match KeyLayout::new(names, &leaves, value_counts) {
+            Ok(layout) => ClassKeys::Packed(layout),
+            Err(_) => ClassKeys::Wide(WideKeys {
+                names: names.iter().map(|n| n.to_string()).collect(),
+                groups,
+                value_counts: value_counts.to_vec(),
+                max_bits: 63,
+            }),
+        }
+    }
+
+    /// The wide path with nodes packed only within `max_bits` (0: first rows for every node),
+    /// whatever the widths: the cross-check of both paths.
+    pub fn wide(
+        names: &[&str],
+        groups: Vec<Vec<usize>>,
+        value_counts: &[usize],
+        max_bits: u32,
+    ) -> Self {
+        ClassKeys::Wide(WideKeys {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            groups,
+            value_counts: value_counts.to_vec(),
+            max_bits: max_bits.min(63),
+        })
+    }
+
+    /// The keys of `node`'s tables.
+    pub fn at(&self, node: &[u8]) -> NodeKeys {
+        match self {
+            ClassKeys::Packed(layout) => NodeKeys::Packed(layout.clone()),
+            ClassKeys::Wide(w) => {
+                let counts: Vec<usize> = w
+                    .groups
+                    .iter()
+                    .zip(node)
+                    .map(|(g, &l)| g[l as usize])
+                    .collect();
+                let value_bits = w
+                    .value_counts
+                    .iter()
+                    .map(|&n| bits_for(n))
+                    .max()
+                    .unwrap_or(0);
+                let class_bits: u32 = counts.iter().map(|&n| bits_for(n)).sum();
+                if class_bits + value_bits > w.max_bits {
+                    return NodeKeys::FirstRow;
+                }
+                let names: Vec<&str> = w.names.iter().map(String::as_str).collect();
+                match KeyLayout::new(&names, &counts, &w.value_counts) {
+                    Ok(layout) => NodeKeys::Packed(layout),
+                    Err(_) => NodeKeys::FirstRow,
+                }
+            }
+        }
+    }
+
+    /// The most bits a node's packed key may take.
+    pub fn max_bits(&self) -> u32 {
+        match self {
+            ClassKeys::Packed(_) => 63,
+            ClassKeys::Wide(w) => w.max_bits,
+        }
+    }
+
+    /// Whether this is the wide path.
     pub fn is_wide(&self) -> bool {
-        matches!(self, ClassKeys::FirstRow)
+        matches!(self, ClassKeys::Wide(_))
     }
 }

@@ -5,7 +5,7 @@ use roaring::RoaringBitmap;
 
 use super::cells::{CHUNK_ROWS, NodeGather};
 use super::counter::Counter;
-use super::{ClassKeys, wide};
+use super::{NodeKeys, wide};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
@@ -13,12 +13,12 @@ use crate::error::Result;
 fn class_keys_of_rows(
     qis: &[EncodedQi],
     node: &[u8],
-    class_keys: &ClassKeys,
+    class_keys: &NodeKeys,
     rows: usize,
 ) -> Result<Vec<u64>> {
     let layout = match class_keys {
-        ClassKeys::Packed(layout) => layout,
-        ClassKeys::FirstRow => {
+        NodeKeys::Packed(layout) => layout,
+        NodeKeys::FirstRow => {
             let all: Vec<u32> = (0..rows as u32).collect();
             return Ok(wide::first_rows(qis, node, &all)
                 .into_iter()
@@ -47,7 +47,7 @@ impl EquivalenceClasses {
     pub fn build(
         qis: &[EncodedQi],
         node: &[u8],
-        class_keys: &ClassKeys,
+        class_keys: &NodeKeys,
         rows: usize,
     ) -> Result<Self> {
         let row_keys = class_keys_of_rows(qis, node, class_keys, rows)?;

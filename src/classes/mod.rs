@@ -18,5 +18,5 @@ mod sparse;
 pub(crate) mod wide;
 
 pub use cells::{Cell, CellTable, ClassCells, ClassSizes};
-pub use key::{ClassKeys, KeyLayout};
+pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;

@@ -96,9 +96,9 @@ impl SparseTable {
         })
     }
 
-    /// The classes regrouped by `order`: sorted entries `(coarser key << 32) | finer class`.
-    pub(crate) fn regroup(&self, order: &[u64]) -> Self {
-        self.rebuild(|visit| visit(Block::Packed { high: 0, order }))
+    /// The classes regrouped by `order`: sorted entries `(coarser key << 64) | finer class`.
+    pub(crate) fn regroup(&self, order: &[u128]) -> Self {
+        self.rebuild(|visit| visit(Block::Wide(order)))
     }
 
     /// A coarser table from the blocks `feed` hands out (finer classes in coarser-key order).

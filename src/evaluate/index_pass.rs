@@ -19,13 +19,20 @@ impl Evaluator {
     }
 
     /// GLM loss of one tuple of the class `class_key` at `node` (sum over QIs), given the
-    /// node's [`Self::node_losses`].
+    /// node's keys ([`Self::node_keys`]) and [`Self::node_losses`].
     #[inline]
-    pub fn class_loss(&self, node: &[u8], losses: &[&[f64]], class_key: u64) -> f64 {
+    pub fn class_loss(
+        &self,
+        keys: &crate::classes::NodeKeys,
+        node: &[u8],
+        losses: &[&[f64]],
+        class_key: u64,
+    ) -> f64 {
+        let qis = &self.dataset.qis;
         losses
             .iter()
             .enumerate()
-            .map(|(d, l)| l[self.class_code(node, class_key, d) as usize])
+            .map(|(d, l)| l[keys.code(qis, node, class_key, d) as usize])
             .sum()
     }
 
@@ -179,6 +186,7 @@ impl Evaluator {
         let mut glm = 0.0;
         let (mut sum_tot, mut sum_sq) = (0, 0);
         let losses = self.node_losses(node);
+        let keys = self.node_keys(node);
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
             if size > j && !shape {
@@ -186,7 +194,7 @@ impl Evaluator {
             }
             let class = sens.class(i);
             if size <= j {
-                glm += size as f64 * (qis - self.class_loss(node, &losses, class.key));
+                glm += size as f64 * (qis - self.class_loss(&keys, node, &losses, class.key));
                 if !sens.is_mask() {
                     // Suppressed: count the value's frequency in the table instead of the class.
                     for c in class.cells() {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::classes::key::bits_for;
-use crate::classes::{CellTable, ClassKeys};
+use crate::classes::{CellTable, ClassKeys, NodeKeys};
 use crate::encode::Dataset;
 use crate::error::Result;
 use crate::lattice::{Lattice, Node};
@@ -17,10 +17,26 @@ mod tables;
 /// The class keys of a dataset's QIs, whose cells also hold `sens_values` sensitive codes (or
 /// masks) and the class labels: packed when they fit, first rows otherwise.
 fn class_keys(ds: &Dataset, sens_values: usize) -> ClassKeys {
+    let (names, groups, values) = key_domains(ds, sens_values);
+    ClassKeys::new(&names, groups, &values)
+}
+
+/// QI names, the group count of every QI's levels, and the value domains of the cells.
+fn key_domains(ds: &Dataset, sens_values: usize) -> (Vec<&str>, Vec<Vec<usize>>, Vec<usize>) {
     let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
-    let leaves: Vec<usize> = ds.qis.iter().map(|q| q.hierarchy.leaf_count()).collect();
+    let groups: Vec<Vec<usize>> = ds
+        .qis
+        .iter()
+        .map(|q| {
+            q.hierarchy
+                .levels()
+                .iter()
+                .map(|l| l.labels.len())
+                .collect()
+        })
+        .collect();
     let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
-    ClassKeys::new(&names, &leaves, &[sens_values, label_n])
+    (names, groups, vec![sens_values, label_n])
 }
 
 /// Counts whose logarithm is cached.
@@ -113,11 +129,11 @@ impl Evaluator {
         if sens_n > 32 {
             return None;
         }
-        let keys = match self.keys {
-            ClassKeys::FirstRow => ClassKeys::FirstRow,
+        let keys = match &self.keys {
+            ClassKeys::Wide(_) => self.wide_keys(1usize << sens_n, self.keys.max_bits()),
             ClassKeys::Packed(_) => match class_keys(ds, 1usize << sens_n) {
-                // Wide keys only as wide as the full evaluator's: the mask would not pay.
-                ClassKeys::FirstRow => return None,
+                // Not onto the wide path for a mask: it would not pay.
+                ClassKeys::Wide(_) => return None,
                 packed => packed,
             },
         };
@@ -137,8 +153,8 @@ impl Evaluator {
     /// are among those.
     pub fn class_only(&self) -> Result<Self> {
         let ds = &self.dataset;
-        let keys = match self.keys {
-            ClassKeys::FirstRow => ClassKeys::FirstRow,
+        let keys = match &self.keys {
+            ClassKeys::Wide(_) => self.wide_keys(1, self.keys.max_bits()),
             ClassKeys::Packed(_) => class_keys(ds, 1),
         };
         Ok(Evaluator {
@@ -201,19 +217,31 @@ impl Evaluator {
         &self.keys
     }
 
-    /// The same evaluator on the wide path (first-row class keys) whatever the QIs' widths: the
-    /// cross-check of the packed path, and its stand-in where packing is not wanted.
-    pub fn with_first_row_keys(&self) -> Self {
+    /// The same evaluator on the wide path whatever the QIs' widths, nodes packing their own
+    /// codes only within `max_bits` (0: every node keyed by first rows): the cross-check of the
+    /// packed path, and of the wide path's two kinds of nodes and the roll-ups between them.
+    pub fn with_wide_keys(&self, max_bits: u32) -> Self {
+        let sens = if self.sens_mask {
+            1usize << self.sens_bits
+        } else if self.class_only.is_some() {
+            1
+        } else {
+            self.dataset.sensitive.labels.len()
+        };
         Evaluator {
-            keys: ClassKeys::FirstRow,
+            keys: self.wide_keys(sens, max_bits),
             ..self.clone()
         }
     }
 
-    /// The code of QI `d` at `node` in the class named `class_key`.
-    #[inline]
-    pub fn class_code(&self, node: &[u8], class_key: u64, d: usize) -> u32 {
-        self.keys.code(&self.dataset.qis, node, class_key, d)
+    fn wide_keys(&self, sens_values: usize, max_bits: u32) -> ClassKeys {
+        let (names, groups, values) = key_domains(&self.dataset, sens_values);
+        ClassKeys::wide(&names, groups, &values, max_bits)
+    }
+
+    /// The keys of `node`'s cell tables.
+    pub fn node_keys(&self, node: &[u8]) -> NodeKeys {
+        self.keys.at(node)
     }
 
     /// QI names in node order.

@@ -50,7 +50,7 @@ impl Evaluator {
                 // 0.1..3 per bit of shift gives the same sweep time, none is 25 % slower.
                 let shift = match &self.keys {
                     crate::classes::ClassKeys::Packed(layout) => layout.shift(d),
-                    crate::classes::ClassKeys::FirstRow => 0,
+                    crate::classes::ClassKeys::Wide(_) => 0,
                 };
                 let e = estimate(&parent) + 0.3 * (shift as f64);
                 if best.is_none_or(|(b, _, _)| e < b) {

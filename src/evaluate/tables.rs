@@ -10,10 +10,11 @@ impl Evaluator {
     pub fn tables(&self, node: &[u8]) -> Result<NodeTables> {
         self.lattice.check(node, &self.qi_names())?;
         let ds = &self.dataset;
+        let keys = self.keys.at(node);
         let sens = CellTable::from_rows(
             &ds.qis,
             node,
-            &self.keys,
+            &keys,
             self.class_only.as_deref().unwrap_or(&ds.sensitive.codes),
             self.sens_bits,
             ds.weights.as_deref(),
@@ -23,7 +24,7 @@ impl Evaluator {
             Some(c) => Some(CellTable::from_rows(
                 &ds.qis,
                 node,
-                &self.keys,
+                &keys,
                 &c.codes,
                 self.label_bits,
                 ds.weights.as_deref(),
@@ -38,12 +39,20 @@ impl Evaluator {
     pub fn rollup(&self, parent: &NodeTables, node: &[u8], d: usize) -> NodeTables {
         let qis = &self.dataset.qis;
         let up = &qis[d].hierarchy.level(node[d] - 1).up;
+        let to = self.keys.at(node);
+        let from = if self.keys.is_wide() {
+            let mut parent = node.to_vec();
+            parent[d] -= 1;
+            self.keys.at(&parent)
+        } else {
+            to.clone()
+        };
         NodeTables {
-            sens: parent.sens.rollup(&self.keys, qis, node, d, up),
+            sens: parent.sens.rollup(&from, &to, qis, node, d, up),
             labels: parent
                 .labels
                 .as_ref()
-                .map(|t| t.rollup(&self.keys, qis, node, d, up)),
+                .map(|t| t.rollup(&from, &to, qis, node, d, up)),
         }
     }
 

@@ -39,7 +39,8 @@ impl Evaluator {
         let tables = self.tables(node)?;
         let indices = self.indices(node, &tables);
         let ds = self.dataset();
-        let classes = EquivalenceClasses::build(&ds.qis, node, self.class_keys(), ds.num_rows())?;
+        let classes =
+            EquivalenceClasses::build(&ds.qis, node, &self.node_keys(node), ds.num_rows())?;
         let mut suppressed = RoaringBitmap::new();
         for i in 0..classes.len() {
             if classes.members(i).len() <= indices.threshold {
@@ -60,7 +61,8 @@ impl Evaluator {
         let indices = self.indices(node, &tables);
         let ds = self.dataset();
         let n = ds.num_rows();
-        let classes = EquivalenceClasses::build(&ds.qis, node, self.class_keys(), n)?;
+        let keys = self.node_keys(node);
+        let classes = EquivalenceClasses::build(&ds.qis, node, &keys, n)?;
         // Cell runs and classes are both in class-key order, so they align index by index.
         let runs: Vec<ClassCells> = tables.sens.classes().collect();
         let sizes: Vec<u64> = runs.iter().map(|c| c.size).collect();
@@ -68,7 +70,7 @@ impl Evaluator {
         let losses: Vec<f64> = classes
             .keys()
             .iter()
-            .map(|&k| self.class_loss(node, &node_losses, k))
+            .map(|&k| self.class_loss(&keys, node, &node_losses, k))
             .collect();
         let qis = ds.qis.len() as f64;
         let j = indices.threshold;

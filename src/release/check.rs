@@ -375,6 +375,7 @@ pub fn confirm(
         // The input's released cells, from the engine's tables.
         let ds = ev.dataset();
         let tables = ev.tables(&expected.node)?;
+        let keys = ev.node_keys(&expected.node);
         let mut cells: Vec<(Vec<u32>, String, u64)> = Vec::new();
         for class in tables.sens.classes() {
             if class.size <= expected.threshold {
@@ -382,7 +383,7 @@ pub fn confirm(
             }
             let key = class.key;
             let groups: Vec<u32> = (0..ds.qis.len())
-                .map(|d| ev.class_code(&expected.node, key, d))
+                .map(|d| keys.code(&ds.qis, &expected.node, key, d))
                 .collect();
             for c in class.cells() {
                 let value = ds.sensitive.labels[c.value as usize].clone();

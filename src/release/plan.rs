@@ -9,12 +9,12 @@ use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::prelude::DataFrame;
 
 use super::udf::{BoundGeneralize, KeepClasses, SuppressedClasses};
-use crate::classes::ClassKeys;
+use crate::classes::NodeKeys;
 use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::input::{self, df_error};
 
-/// The class keys (see [`ClassKeys`]) of the classes the suppression rule removes at `node`.
+/// The class keys (see [`NodeKeys`]) of the classes the suppression rule removes at `node`.
 pub fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result<HashSet<u64>> {
     if threshold == 0 {
         return Ok(HashSet::new());
@@ -74,17 +74,17 @@ pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataF
         .enumerate()
         .map(|(d, q)| q.hierarchy.level(node[d]).labels.as_slice())
         .collect();
-    let suppressed = match ev.class_keys() {
-        ClassKeys::Packed(layout) => SuppressedClasses::Packed {
+    let suppressed = match ev.node_keys(node) {
+        NodeKeys::Packed(layout) => SuppressedClasses::Packed {
             shifts: (0..ds.qis.len()).map(|d| layout.shift(d)).collect(),
             keys: suppressed,
         },
-        ClassKeys::FirstRow => SuppressedClasses::Codes(
+        NodeKeys::FirstRow => SuppressedClasses::Codes(
             suppressed
                 .iter()
                 .map(|&k| {
                     (0..ds.qis.len())
-                        .map(|d| ev.class_code(node, k, d))
+                        .map(|d| NodeKeys::FirstRow.code(&ds.qis, node, k, d))
                         .collect()
                 })
                 .collect(),
