@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pbg::optimal::pick_min_glm;
+use pbg::optimal::{Budget, pick_min_glm, pick_min_glm_within};
 use pbg::policy::Requirement;
 use pbg::suppression::SuppressionRule;
 use pbg::{Dataset, Evaluator, Profile, SuppressionLimit};
@@ -93,6 +93,40 @@ fn pruned_pick_is_optimal_on_adult() {
                 "{text} {limit:?}: {} evaluations",
                 got.evaluated
             );
+        }
+    }
+}
+
+/// Stopped by a tiny budget, the pick still returns a node that meets the requirements, says it
+/// is not proven optimal, loses no less than the optimum, and no predecessor meeting the
+/// requirements loses less (the greedy descent's local optimum).
+#[test]
+fn a_budget_stop_returns_a_meeting_local_optimum() {
+    let p = Profile::from_toml_file(&repo("datasets/adult/adult-arx.toml")).unwrap();
+    let ev = Evaluator::new(Arc::new(Dataset::load_statistics(&p).unwrap())).unwrap();
+    for text in ["k>=5", "k>=10,l>=3"] {
+        let require = Requirement::parse_list(text).unwrap();
+        let budget = Budget {
+            visited: 20,
+            evaluations: 10_000,
+        };
+        let got = pick_min_glm_within(&ev, &require, budget).unwrap().unwrap();
+        assert!(!got.optimal, "{text}");
+        let ix = ev.evaluate(&got.node).unwrap();
+        assert!(require.iter().all(|r| r.holds(r.measure.of(&ix))), "{text}");
+        assert_eq!(ix.glm, got.glm);
+        let (best, _) = exhaustive(&ev, &require).unwrap();
+        assert!(got.glm >= best, "{text}");
+        for d in 0..got.node.len() {
+            if got.node[d] == 0 {
+                continue;
+            }
+            let mut pred = got.node.clone();
+            pred[d] -= 1;
+            let px = ev.evaluate(&pred).unwrap();
+            if require.iter().all(|r| r.holds(r.measure.of(&px))) {
+                assert!(px.glm >= got.glm, "{text}: {pred:?} loses less");
+            }
         }
     }
 }

@@ -33,6 +33,24 @@ pub const MAX_VISITED: usize = 100_000;
 /// Evaluations a pruned pick may make before it stops unproven.
 pub const MAX_EVALUATIONS: usize = 20_000;
 
+/// How far a pruned pick may go before it stops unproven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Nodes visited in bound order.
+    pub visited: usize,
+    /// Nodes evaluated.
+    pub evaluations: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            visited: MAX_VISITED,
+            evaluations: MAX_EVALUATIONS,
+        }
+    }
+}
+
 /// The outcome of a pruned pick.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrunedPick {
@@ -103,6 +121,7 @@ struct Pick<'a> {
     tags: Tags,
     heights: Vec<u8>,
     best: Option<(f64, Node)>,
+    budget: Budget,
 }
 
 impl Pick<'_> {
@@ -187,10 +206,52 @@ impl Pick<'_> {
     }
 }
 
+impl Pick<'_> {
+    /// After a stop at the budget: greedy descent from the incumbent — its predecessors (one
+    /// level lower in one QI) evaluated together, the best meeting one taken while it improves
+    /// the incumbent — so that the node returned is at least a local optimum of the border.
+    fn descend(&mut self) -> Result<()> {
+        while let Some((_, current)) = self.best.clone() {
+            if self.cache.evaluations() >= self.budget.evaluations {
+                break;
+            }
+            let preds: Vec<Node> = (0..current.len())
+                .filter(|&d| current[d] > 0)
+                .map(|d| {
+                    let mut p = current.clone();
+                    p[d] -= 1;
+                    p
+                })
+                .filter(|p| self.tags.status(p) != Some(false))
+                .collect();
+            self.cache.evaluate(&preds)?;
+            for p in &preds {
+                if !self.meets(p)? {
+                    self.tags.fails(p.clone());
+                }
+            }
+            if self.best.as_ref().is_some_and(|(_, b)| *b == current) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The node of least GLM meeting `require` (every requirement monotone: see
 /// [`Requirement::is_monotone`]), found without enumerating the lattice. `ev` must compute the
 /// indices the requirements read. None when not even the top node meets them.
 pub fn pick_min_glm(ev: &Evaluator, require: &[Requirement]) -> Result<Option<PrunedPick>> {
+    pick_min_glm_within(ev, require, Budget::default())
+}
+
+/// [`pick_min_glm`] within `budget`: past it, the best meeting node found, improved by a greedy
+/// descent, with `optimal: false`.
+pub fn pick_min_glm_within(
+    ev: &Evaluator,
+    require: &[Requirement],
+    budget: Budget,
+) -> Result<Option<PrunedPick>> {
     let heights = ev.lattice().heights().to_vec();
     let mut s = Pick {
         ev,
@@ -199,6 +260,7 @@ pub fn pick_min_glm(ev: &Evaluator, require: &[Requirement]) -> Result<Option<Pr
         tags: Tags::default(),
         heights: heights.clone(),
         best: None,
+        budget,
     };
     let top = ev.lattice().top();
     if !s.meets(&top)? {
@@ -222,7 +284,7 @@ pub fn pick_min_glm(ev: &Evaluator, require: &[Requirement]) -> Result<Option<Pr
         {
             break;
         }
-        if visited >= MAX_VISITED || s.cache.evaluations() >= MAX_EVALUATIONS {
+        if visited >= budget.visited || s.cache.evaluations() >= budget.evaluations {
             optimal = false;
             break;
         }
@@ -249,6 +311,9 @@ pub fn pick_min_glm(ev: &Evaluator, require: &[Requirement]) -> Result<Option<Pr
                 }
             }
         }
+    }
+    if !optimal {
+        s.descend()?;
     }
     Ok(s.best.map(|(glm, node)| PrunedPick {
         node,

@@ -299,7 +299,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                     )
                 } else {
                     format!(
-                        "the pruned search stopped at its budget ({} nodes visited, {} evaluated; limits {} and {}): the node meets the requirements, its GLM is the least found, not proven least",
+                        "the pruned search stopped at its budget ({} nodes visited, {} evaluated with the greedy descent from its best node; limits {} and {}): the node meets the requirements and no predecessor that meets them loses less, but its GLM is not proven least",
                         p.visited,
                         p.evaluated,
                         crate::optimal::MAX_VISITED,
