@@ -74,14 +74,32 @@ pub(super) fn build(
     let n_levels = widths.len().max(cuts.len());
     let mut bounds: Vec<HashMap<String, (f64, f64)>> = vec![HashMap::new(); n_levels + 2];
     let mut rows = Vec::with_capacity(leaves.len());
+    // Leaves ascend, so a level's bin changes only between neighbours: each bin's label is
+    // formatted, and its bounds recorded, once.
+    let mut last: Vec<Option<(f64, String)>> = vec![None; n_levels];
     for &(v, text) in &leaves {
-        let mut row = vec![text.to_string()];
+        let mut row = Vec::with_capacity(n_levels + 2);
+        row.push(text.to_string());
         bounds[0].insert(text.to_string(), (v, v));
         for l in 0..n_levels {
+            // The bin's lower bound identifies it (cut levels: the cut below, or -inf).
+            let key = if !widths.is_empty() {
+                origin + ((v - origin) / widths[l]).floor() * widths[l]
+            } else {
+                cuts[l]
+                    .iter()
+                    .rposition(|&x| v >= x)
+                    .map_or(f64::NEG_INFINITY, |i| cuts[l][i])
+            };
+            if let Some((k, label)) = &last[l]
+                && *k == key
+            {
+                row.push(label.clone());
+                continue;
+            }
             let (label, lo, hi) = if !widths.is_empty() {
                 let w = widths[l];
-                let lo = origin + ((v - origin) / w).floor() * w;
-                (format!("[{},{})", num(lo), num(lo + w)), lo, lo + w)
+                (format!("[{},{})", num(key), num(key + w)), key, key + w)
             } else {
                 let c = &cuts[l];
                 match c.iter().position(|&x| v < x) {
@@ -92,11 +110,12 @@ pub(super) fn build(
                 }
             };
             bounds[l + 1].insert(label.clone(), (lo, hi));
-            row.push(label);
+            row.push(label.clone());
+            last[l] = Some((key, label));
         }
         row.push("*".to_string());
-        bounds[n_levels + 1].insert("*".to_string(), (min, max));
         rows.push(row);
     }
+    bounds[n_levels + 1].insert("*".to_string(), (min, max));
     Hierarchy::from_rows(column, source, &rows, LossModel::Range(&bounds))
 }
