@@ -21,11 +21,9 @@ fn class_keys(ds: &Dataset, sens_values: usize) -> ClassKeys {
     ClassKeys::new(&names, groups, &values)
 }
 
-/// QI names, the group count of every QI's levels, and the value domains of the cells.
-fn key_domains(ds: &Dataset, sens_values: usize) -> (Vec<&str>, Vec<Vec<usize>>, Vec<usize>) {
-    let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
-    let groups: Vec<Vec<usize>> = ds
-        .qis
+/// The number of groups at every level of every QI: `groups[d][l]`.
+fn level_groups(ds: &Dataset) -> Vec<Vec<usize>> {
+    ds.qis
         .iter()
         .map(|q| {
             q.hierarchy
@@ -34,9 +32,14 @@ fn key_domains(ds: &Dataset, sens_values: usize) -> (Vec<&str>, Vec<Vec<usize>>,
                 .map(|l| l.labels.len())
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// QI names, the group count of every QI's levels, and the value domains of the cells.
+fn key_domains(ds: &Dataset, sens_values: usize) -> (Vec<&str>, Vec<Vec<usize>>, Vec<usize>) {
+    let names: Vec<&str> = ds.qis.iter().map(|q| q.name.as_str()).collect();
     let label_n = ds.class.as_ref().map_or(1, |c| c.labels.len());
-    (names, groups, vec![sens_values, label_n])
+    (names, level_groups(ds), vec![sens_values, label_n])
 }
 
 /// Counts whose logarithm is cached.

@@ -18,17 +18,9 @@ impl Evaluator {
     pub fn evaluate_lattice(&self, progress: &(dyn Fn() + Sync)) -> Result<Vec<NodeIndices>> {
         self.lattice.enumerable("lattice size")?;
         let size = self.lattice.size();
-        let groups: Vec<Vec<f64>> = self
-            .dataset
-            .qis
-            .iter()
-            .map(|q| {
-                q.hierarchy
-                    .levels()
-                    .iter()
-                    .map(|l| l.labels.len() as f64)
-                    .collect()
-            })
+        let groups: Vec<Vec<f64>> = super::level_groups(&self.dataset)
+            .into_iter()
+            .map(|g| g.into_iter().map(|n| n as f64).collect())
             .collect();
         let estimate = |node: &[u8]| -> f64 {
             node.iter()
