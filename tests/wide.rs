@@ -227,3 +227,47 @@ fn no_qi_count_is_refused_for_its_bits() {
     assert_eq!(out["classes"], serde_json::json!(2), "{out}");
     assert_eq!(out["k"], serde_json::json!(1), "{out}");
 }
+
+/// 100 QIs: a lattice of more than 2^128 nodes, its size reported exactly (as the product of the
+/// hierarchies' level counts), evaluated, and picked by the pruned search into a verified release.
+#[test]
+fn a_hundred_qis_evaluate_and_pick() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = generate(dir.path(), 100, 200, 4);
+    let p = Profile::from_toml_file(&profile).unwrap();
+    let ev = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
+    // The exact product, in base 10 by schoolbook multiplication of decimal digits.
+    let mut digits: Vec<u32> = vec![1];
+    for &h in ev.lattice().heights() {
+        let mut carry = 0;
+        for d in digits.iter_mut() {
+            let v = *d * (h as u32 + 1) + carry;
+            *d = v % 10;
+            carry = v / 10;
+        }
+        while carry > 0 {
+            digits.push(carry % 10);
+            carry /= 10;
+        }
+    }
+    let want: String = digits.iter().rev().map(|d| d.to_string()).collect();
+    assert!(want.len() > 39, "more than 2^128 nodes: {want}");
+    assert_eq!(ev.lattice().size_decimal(), want);
+    let profile = profile.to_str().unwrap();
+    let node = vec!["0"; 100].join(",");
+    let v = pbg_json(&["evaluate", profile, "--node", &node]);
+    assert_eq!(v["lattice_size"], serde_json::json!(want));
+    let out = dir.path().join("r.parquet");
+    let r = pbg_json(&[
+        "anonymize",
+        profile,
+        "--pick",
+        "--require",
+        "k>=2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], serde_json::json!(true), "{r}");
+    assert_eq!(r["pick"]["search"], serde_json::json!("pruned"));
+    assert!(r["indices"]["k"].as_u64().unwrap() >= 2, "{r}");
+}

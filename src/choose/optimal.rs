@@ -33,6 +33,11 @@ pub const MAX_VISITED: usize = 100_000;
 /// Evaluations a pruned pick may make before it stops unproven.
 pub const MAX_EVALUATIONS: usize = 20_000;
 
+/// Bytes the queue of nodes to visit (and the set of nodes queued) may hold before the pick
+/// stops unproven: each queued node costs its levels plus bookkeeping, and a visit queues up to
+/// one successor per QI.
+pub const MAX_QUEUE_BYTES: usize = 256 << 20;
+
 /// How far a pruned pick may go before it stops unproven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -284,7 +289,11 @@ pub fn pick_min_glm_within(
         {
             break;
         }
-        if visited >= budget.visited || s.cache.evaluations() >= budget.evaluations {
+        let queued_bytes = seen.len().saturating_mul(2 * n.len() + 96);
+        if visited >= budget.visited
+            || s.cache.evaluations() >= budget.evaluations
+            || queued_bytes > MAX_QUEUE_BYTES
+        {
             optimal = false;
             break;
         }

@@ -279,7 +279,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                 "require",
                 format!(
                     "no node of the {}-node lattice meets {} (not even the top node)",
-                    lattice.size_exact(),
+                    lattice.size_decimal(),
                     required.join(",")
                 ),
             )),
@@ -294,7 +294,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                     format!(
                         "least GLM under monotone requirements: {} of {} nodes evaluated, {} visited",
                         p.evaluated,
-                        lattice.size_exact(),
+                        lattice.size_decimal(),
                         p.visited
                     )
                 } else {
@@ -322,7 +322,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             "pick",
             format!(
                 "the lattice has {} nodes, too many to evaluate each, and the pick cannot prune ({note}); require only k>=, l>= (entropy l without suppression) and minimize glm, or search with PBG-EA (`pbg search --algorithm ea`)",
-                lattice.size_exact()
+                lattice.size_decimal()
             ),
         ));
     }

@@ -43,7 +43,7 @@ pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     let with_cm = ev.dataset().class.is_some();
     let mut m = if a.vectors {
         let (ix, v) = ev.property_vectors(&node)?;
-        let mut m = indices_json(&ix, ev.lattice().size_exact(), with_cm);
+        let mut m = indices_json(&ix, ev.lattice(), with_cm);
         m.insert("p_equiv".into(), json!(v.p_equiv));
         m.insert("p_sens".into(), json!(v.p_sens));
         m.insert("p_glm".into(), json!(v.p_glm));
@@ -52,7 +52,7 @@ pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
         }
         m
     } else {
-        indices_json(&ev.evaluate(&node)?, ev.lattice().size_exact(), with_cm)
+        indices_json(&ev.evaluate(&node)?, ev.lattice(), with_cm)
     };
     m.insert("qis".into(), json!(ev.qi_names()));
     match a.format {

@@ -45,11 +45,10 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     match a.format {
         Format::Json => {
-            let size = ev.lattice().size_exact();
             let with_cm = ev.dataset().class.is_some();
             let rows: Vec<serde_json::Value> = all
                 .iter()
-                .map(|x| serde_json::Value::Object(indices_json(x, size, with_cm)))
+                .map(|x| serde_json::Value::Object(indices_json(x, ev.lattice(), with_cm)))
                 .collect();
             let text = serde_json::to_string(&rows)?;
             match &a.out {

@@ -1,15 +1,16 @@
 //! Rendering of node indices as JSON objects and key/value tables.
 
 use pbg::NodeIndices;
+use pbg::lattice::Lattice;
 use serde_json::{Map, Value, json};
 
 /// The `evaluate` fields of a node: `node`, `lattice_size`, then every index in the order of
 /// [`pbg::indices::INDICES`] (`cm` only with a class attribute).
-pub fn indices_json(ix: &NodeIndices, lattice_size: u128, with_cm: bool) -> Map<String, Value> {
+pub fn indices_json(ix: &NodeIndices, lattice: &Lattice, with_cm: bool) -> Map<String, Value> {
     use pbg::indices::{INDICES, Kind};
     let mut m = Map::new();
     m.insert("node".into(), json!(ix.node));
-    m.insert("lattice_size".into(), size_json(lattice_size));
+    m.insert("lattice_size".into(), size_json(lattice));
     for info in INDICES.iter() {
         let v = match info.kind {
             Kind::Count => json!((info.value)(ix) as u64),
@@ -38,9 +39,9 @@ pub fn key_value_table(m: &Map<String, Value>) -> String {
 
 /// A lattice size as a JSON number, or as a decimal string beyond 2^64 − 1 (JSON numbers that
 /// large are not exact in most readers).
-pub fn size_json(size: u128) -> Value {
-    match u64::try_from(size) {
-        Ok(n) => json!(n),
-        Err(_) => Value::String(size.to_string()),
+pub fn size_json(lattice: &Lattice) -> Value {
+    match u64::try_from(lattice.size_exact()) {
+        Ok(n) if (n as u128) < u128::MAX => json!(n),
+        _ => Value::String(lattice.size_decimal()),
     }
 }

@@ -88,7 +88,7 @@ pub fn parse_epsilon(text: &str, n: usize) -> Result<Vec<f64>, PbgError> {
 }
 
 /// The JSON form of a search result.
-pub fn result_json(r: &SearchResult) -> Value {
+pub fn result_json(r: &SearchResult, lattice: &pbg::lattice::Lattice) -> Value {
     let front: Vec<Value> = r
         .front
         .iter()
@@ -104,7 +104,7 @@ pub fn result_json(r: &SearchResult) -> Value {
     json!({
         "algorithm": r.algorithm,
         "objectives": r.objectives.iter().map(Objective::name).collect::<Vec<_>>(),
-        "lattice_size": super::output::size_json(r.lattice_size),
+        "lattice_size": super::output::size_json(lattice),
         "evaluations": r.evaluations,
         "front": front,
     })
@@ -147,7 +147,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     let names: Vec<String> = ev.qi_names().iter().map(|n| n.to_string()).collect();
     match a.format {
         Format::Json => {
-            let mut v = result_json(&result);
+            let mut v = result_json(&result, ev.lattice());
             // Per-evaluation cost: the search's time over the nodes it evaluated.
             v["timings"] = json!({
                 "read_s": read_s,

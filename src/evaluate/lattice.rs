@@ -32,6 +32,30 @@ impl Lattice {
             .fold(1u128, |acc, &h| acc.saturating_mul(h as u128 + 1))
     }
 
+    /// Number of nodes Π(N_i + 1) in decimal, exact however large (a lattice of 300 QIs has more
+    /// than 2^128 nodes, where [`Self::size_exact`] saturates).
+    pub fn size_decimal(&self) -> String {
+        // Little-endian limbs of base 10^9.
+        let mut limbs: Vec<u64> = vec![1];
+        for &h in &self.heights {
+            let mut carry = 0u64;
+            for limb in limbs.iter_mut() {
+                let v = *limb * (h as u64 + 1) + carry;
+                *limb = v % 1_000_000_000;
+                carry = v / 1_000_000_000;
+            }
+            while carry > 0 {
+                limbs.push(carry % 1_000_000_000);
+                carry /= 1_000_000_000;
+            }
+        }
+        let mut out = limbs.last().map_or(String::new(), |l| l.to_string());
+        for limb in limbs.iter().rev().skip(1) {
+            out.push_str(&format!("{limb:09}"));
+        }
+        out
+    }
+
     /// Number of nodes Π(N_i + 1) as a `usize` (saturating: check [`Self::enumerable`] before
     /// indexing nodes).
     pub fn size(&self) -> usize {
@@ -41,10 +65,10 @@ impl Lattice {
     /// Fails, giving the exact size, when the lattice is too large to enumerate node by node
     /// (more than [`MAX_ENUMERATED`] nodes): `what` names the command that would.
     pub fn enumerable(&self, what: &str) -> Result<()> {
-        let size = self.size_exact();
-        if size <= MAX_ENUMERATED {
+        if self.size_exact() <= MAX_ENUMERATED {
             return Ok(());
         }
+        let size = self.size_decimal();
         Err(PbgError::argument(
             what,
             format!(
