@@ -1,5 +1,5 @@
 //! The optimal pick without enumerating the lattice: the node of least GLM among those meeting
-//! monotone requirements (`k>=5,l>=3`).
+//! monotone requirements (`k>=5`; `l>=3` too when nothing can be suppressed).
 //!
 //! Two facts make pruning exact. The requirements are monotone (SPEC §7): a node that meets them
 //! has every coarser node meet them, and one that misses them has every finer node miss them. And

@@ -108,18 +108,18 @@ impl Requirement {
     }
 
     /// Whether every node coarser than a node meeting the requirement meets it too, under the
-    /// suppression `rule` with limit `eta` (SPEC §7): `k` and distinct `l` lower bounds under the
-    /// DBSEC rule; under the requirement rule (which suppresses only classes violating k) `k`,
-    /// and distinct `l` when nothing can be suppressed; entropy `l` only without suppression.
-    pub fn is_monotone(&self, rule: &crate::suppression::SuppressionRule, eta: u64) -> bool {
-        use crate::suppression::SuppressionRule;
+    /// suppression `rule` with limit `eta`: `k` lower bounds always; distinct and entropy `l` only
+    /// when nothing can be suppressed. SPEC §7 counts distinct `l` as monotone under any limit,
+    /// but neither rule suppresses by `l`: the DBSEC rule never suppresses the largest class and
+    /// may suppress classes that meet `l`, so a coarser node can release a merged class with too
+    /// few values (the property test against enumeration found such a table).
+    pub fn is_monotone(&self, _rule: &crate::suppression::SuppressionRule, eta: u64) -> bool {
         if !matches!(self.op, Op::Ge | Op::Gt) {
             return false;
         }
         match self.measure {
             Measure::K => true,
-            Measure::L => eta == 0 || matches!(rule, SuppressionRule::Dbsec),
-            Measure::LEntropy => eta == 0,
+            Measure::L | Measure::LEntropy => eta == 0,
             _ => false,
         }
     }
