@@ -219,8 +219,10 @@ fn cli_search_and_compare() {
     assert!(
         front
             .iter()
-            .all(|p| p["node"].is_array() && p["k"].is_number() && p["glm"].is_number())
+            .all(|p| p["node"].is_array() && p["k"].is_u64() && p["glm"].is_number())
     );
+    // Counts are integers in the JSON (k = 1 at the bottom, not 1.0).
+    assert!(v.to_string().contains("\"k\":1,"), "{v}");
     let ea = pbg_json(&[
         "search",
         "datasets/t1/t1.toml",

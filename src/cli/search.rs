@@ -96,7 +96,12 @@ pub fn result_json(r: &SearchResult, lattice: &pbg::lattice::Lattice) -> Value {
             let mut m = Map::new();
             m.insert("node".into(), json!(p.node));
             for (o, v) in r.objectives.iter().zip(&p.values) {
-                m.insert(o.name().into(), json!(v));
+                // Counts (k, l, ...) print as integers, as in every other output.
+                let v = match o.info().kind {
+                    pbg::indices::Kind::Count => json!(*v as u64),
+                    _ => json!(v),
+                };
+                m.insert(o.name().into(), v);
             }
             Value::Object(m)
         })
