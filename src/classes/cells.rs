@@ -180,6 +180,39 @@ impl CellTable {
             NodeKeys::Packed(_) => Vec::new(),
             NodeKeys::FirstRow => wide::first_rows(qis, node, &(0..n as u32).collect::<Vec<_>>()),
         };
+        if let (NodeKeys::FirstRow, Some(lanes), false) =
+            (class_keys, DenseTable::lanes_for(value_bits), mask)
+        {
+            // Dense histograms without hashing: iterating rows in order meets each class first
+            // at its first row, so classes get indices in key order; counts go to class × lane.
+            let mut class_of = vec![u32::MAX; n];
+            let mut keys: Vec<u32> = Vec::new();
+            for (r, &f) in firsts.iter().enumerate() {
+                if f as usize == r {
+                    class_of[r] = keys.len() as u32;
+                    keys.push(f);
+                }
+            }
+            let mut counts = vec![0u64; keys.len() * lanes];
+            for (r, (&f, &v)) in firsts.iter().zip(values.values()).enumerate() {
+                let c = class_of[f as usize] as usize;
+                counts[c * lanes + v as usize] += weights.map_or(1, |w| w[r]);
+            }
+            let pairs: Vec<(u64, u64)> = counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, &c)| {
+                    (
+                        ((keys[i / lanes] as u64) << value_bits) | (i % lanes) as u64,
+                        c,
+                    )
+                })
+                .collect();
+            return Ok(CellTable(Repr::Dense(DenseTable::from_sorted_pairs(
+                &pairs, value_bits,
+            ))));
+        }
         let starts: Vec<usize> = (0..n).step_by(CHUNK_ROWS).collect();
         let counter = starts
             .par_iter()
