@@ -24,7 +24,7 @@ use std::collections::{BinaryHeap, HashSet};
 use crate::error::Result;
 use crate::evaluate::Evaluator;
 use crate::lattice::Node;
-use crate::policy::Requirement;
+use crate::policy::{Requirement, finer};
 use crate::search::cache::EvaluationCache;
 
 /// Nodes the best-first order may visit before the pick stops unproven.
@@ -109,13 +109,6 @@ impl Tags {
         self.meeting.retain(|m| !leq(&n, m));
         self.meeting.push(n);
     }
-}
-
-/// Fewer levels in total first, then lexicographically: the tie-break between equal GLMs.
-fn finer(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let sa: u32 = a.iter().map(|&x| x as u32).sum();
-    let sb: u32 = b.iter().map(|&x| x as u32).sum();
-    sa.cmp(&sb).then_with(|| a.cmp(b))
 }
 
 /// The search state.

@@ -197,7 +197,7 @@ pub struct Picked {
 }
 
 /// Fewer levels in total first, then lexicographically: the tie-break between equal nodes.
-fn finer(a: &Node, b: &Node) -> Ordering {
+pub(crate) fn finer(a: &[u8], b: &[u8]) -> Ordering {
     let sa: u32 = a.iter().map(|&x| x as u32).sum();
     let sb: u32 = b.iter().map(|&x| x as u32).sum();
     sa.cmp(&sb).then_with(|| a.cmp(b))

@@ -109,6 +109,21 @@ enum Repr {
     Dense(DenseTable),
 }
 
+/// A node's class keys for a direct evaluation: the packed layout, or every row's first row.
+#[derive(Debug, Clone, Copy)]
+pub enum RowKeys<'a> {
+    /// Group codes packed with this layout.
+    Packed(&'a KeyLayout),
+    /// The first row of every row's class.
+    FirstRow(&'a [u32]),
+}
+
+/// The first row of every row's class at `node` (rows `0..rows`).
+pub fn first_rows_of_all(qis: &[EncodedQi], node: &[u8], rows: usize) -> Vec<u32> {
+    let all: Vec<u32> = (0..rows as u32).collect();
+    wide::first_rows(qis, node, &all)
+}
+
 /// Per-node gather tables: the group code of every leaf code for each QI at its level, as Arrow
 /// arrays for the `take` kernel (`None` where the level is the identity or the single top group).
 pub(crate) struct NodeGather {
@@ -164,11 +179,12 @@ impl NodeGather {
 
 impl CellTable {
     /// Direct evaluation: groups the rows of `qis` at `node` with their `values` (sensitive or
-    /// class codes), in parallel over row chunks.
+    /// class codes), in parallel over row chunks. `class_keys` are the node's keys, with every
+    /// row's first row ([`first_rows_of_all`]) when they are first rows.
     pub fn from_rows(
         qis: &[EncodedQi],
         node: &[u8],
-        class_keys: &NodeKeys,
+        class_keys: &RowKeys<'_>,
         values: &UInt32Array,
         value_bits: u32,
         weights: Option<&[u64]>,
@@ -176,11 +192,11 @@ impl CellTable {
     ) -> Result<Self> {
         let gather = NodeGather::new(qis, node);
         let n = values.len();
-        let firsts = match class_keys {
-            NodeKeys::Packed(_) => Vec::new(),
-            NodeKeys::FirstRow => wide::first_rows(qis, node, &(0..n as u32).collect::<Vec<_>>()),
+        let firsts: &[u32] = match class_keys {
+            RowKeys::Packed(_) => &[],
+            RowKeys::FirstRow(f) => f,
         };
-        if let (NodeKeys::FirstRow, Some(lanes), false) =
+        if let (RowKeys::FirstRow(_), Some(lanes), false) =
             (class_keys, DenseTable::lanes_for(value_bits), mask)
         {
             // Dense histograms without hashing: iterating rows in order meets each class first
@@ -222,8 +238,8 @@ impl CellTable {
                     let len = CHUNK_ROWS.min(n - start);
                     let mut keys = vec![0u64; len];
                     match class_keys {
-                        NodeKeys::Packed(layout) => gather.fill(qis, layout, start, &mut keys)?,
-                        NodeKeys::FirstRow => {
+                        RowKeys::Packed(layout) => gather.fill(qis, layout, start, &mut keys)?,
+                        RowKeys::FirstRow(_) => {
                             for (k, &f) in keys.iter_mut().zip(&firsts[start..start + len]) {
                                 *k = f as u64;
                             }

@@ -134,12 +134,7 @@ impl ClassKeys {
         let leaves: Vec<usize> = groups.iter().map(|g| g[0]).collect();
         match KeyLayout::new(names, &leaves, value_counts) {
             Ok(layout) => ClassKeys::Packed(layout),
-            Err(_) => ClassKeys::Wide(WideKeys {
-                names: names.iter().map(|n| n.to_string()).collect(),
-                groups,
-                value_counts: value_counts.to_vec(),
-                max_bits: 63,
-            }),
+            Err(_) => Self::wide(names, groups, value_counts, 63),
         }
     }
 

@@ -5,7 +5,7 @@ use roaring::RoaringBitmap;
 
 use super::cells::{CHUNK_ROWS, NodeGather};
 use super::counter::Counter;
-use super::{NodeKeys, wide};
+use super::{NodeKeys, first_rows_of_all};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
@@ -19,8 +19,7 @@ fn class_keys_of_rows(
     let layout = match class_keys {
         NodeKeys::Packed(layout) => layout,
         NodeKeys::FirstRow => {
-            let all: Vec<u32> = (0..rows as u32).collect();
-            return Ok(wide::first_rows(qis, node, &all)
+            return Ok(first_rows_of_all(qis, node, rows)
                 .into_iter()
                 .map(u64::from)
                 .collect());

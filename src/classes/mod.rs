@@ -17,6 +17,6 @@ mod order;
 mod sparse;
 pub(crate) mod wide;
 
-pub use cells::{Cell, CellTable, ClassCells, ClassSizes};
+pub use cells::{Cell, CellTable, ClassCells, ClassSizes, RowKeys, first_rows_of_all};
 pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;

@@ -99,15 +99,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         "requirements": results,
         "ok": failed.is_empty(),
     });
-    println!("{}", serde_json::to_string(&report)?);
-    if !failed.is_empty() {
-        anyhow::bail!(
-            "{}: the release does not meet {}",
-            a.release.display(),
-            failed.join(", ")
-        );
-    }
-    Ok(())
+    print_report(&report, &a.release, &failed)
 }
 
 /// `pbg verify --release PATH --qis a,b --sensitive s`: the release on its own.
@@ -144,11 +136,20 @@ fn run_alone(a: &VerifyArgs, require: &[Requirement]) -> anyhow::Result<()> {
         "requirements": results,
         "ok": failed.is_empty(),
     });
-    println!("{}", serde_json::to_string(&report)?);
+    print_report(&report, &a.release, &failed)
+}
+
+/// Prints the JSON report, then fails naming the requirements the release does not meet.
+fn print_report(
+    report: &serde_json::Value,
+    release: &std::path::Path,
+    failed: &[String],
+) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string(report)?);
     if !failed.is_empty() {
         anyhow::bail!(
             "{}: the release does not meet {}",
-            a.release.display(),
+            release.display(),
             failed.join(", ")
         );
     }

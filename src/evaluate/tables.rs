@@ -1,7 +1,7 @@
 //! Direct evaluation of a node from the rows, and roll-ups from a finer node's tables.
 
 use super::{Evaluator, NodeTables};
-use crate::classes::CellTable;
+use crate::classes::{CellTable, NodeKeys, RowKeys, first_rows_of_all};
 use crate::error::Result;
 use crate::indices::NodeIndices;
 
@@ -10,7 +10,16 @@ impl Evaluator {
     pub fn tables(&self, node: &[u8]) -> Result<NodeTables> {
         self.lattice.check(node, &self.qi_names())?;
         let ds = &self.dataset;
-        let keys = self.keys.at(node);
+        let node_keys = self.keys.at(node);
+        // First rows are found once for both tables.
+        let firsts = match &node_keys {
+            NodeKeys::Packed(_) => Vec::new(),
+            NodeKeys::FirstRow => first_rows_of_all(&ds.qis, node, ds.num_rows()),
+        };
+        let keys = match &node_keys {
+            NodeKeys::Packed(layout) => RowKeys::Packed(layout),
+            NodeKeys::FirstRow => RowKeys::FirstRow(&firsts),
+        };
         let sens = CellTable::from_rows(
             &ds.qis,
             node,
