@@ -14,6 +14,8 @@ pub struct NaiveTable {
     pub labels: Vec<String>,
     /// Per QI, ARX-style hierarchy rows `[leaf, l1, ..., top]`.
     pub hierarchies: Vec<Vec<Vec<String>>>,
+    /// A hierarchy of the sensitive values, in the same form.
+    pub sens_hierarchy: Option<Vec<Vec<String>>>,
 }
 
 /// What the naive evaluator computes for a node.
@@ -29,9 +31,114 @@ pub struct NaiveResult {
     pub s_k: u64,
     pub s_l: u64,
     pub cm: f64,
+    pub t_equal: f64,
+    pub t_ordered: f64,
+    pub t_hierarchical: Option<f64>,
+    pub beta: f64,
+    pub delta_disclosure: f64,
+    pub risk_average: f64,
+    pub uniques: f64,
+    pub aecs: f64,
+    pub precision: f64,
+    pub nu_entropy: f64,
     pub p_equiv: Vec<u64>,
     pub p_sens: Vec<u64>,
     pub p_glm: Vec<f64>,
+    pub p_risk: Vec<f64>,
+}
+
+/// The distances of one class's sensitive histogram `class` from the whole table's `all`,
+/// straight from SPEC §7: every sum over the whole domain, the hierarchy's tree walked level by
+/// level.
+pub fn distances(
+    class: &HashMap<&str, u64>,
+    all: &HashMap<&str, u64>,
+    hierarchy: Option<&[Vec<String>]>,
+) -> (f64, f64, Option<f64>, f64, f64) {
+    let freq = |h: &HashMap<&str, u64>, v: &str| {
+        h.get(v).copied().unwrap_or(0) as f64 / h.values().sum::<u64>() as f64
+    };
+    let mut domain: Vec<&str> = all.keys().copied().collect();
+    domain.sort();
+    let t_equal = 0.5
+        * domain
+            .iter()
+            .map(|v| (freq(class, v) - freq(all, v)).abs())
+            .sum::<f64>();
+    // Order: the hierarchy's rows, else numeric when every value is a number, else text.
+    let mut ordered = domain.clone();
+    match hierarchy {
+        Some(h) => ordered.sort_by_key(|v| h.iter().position(|r| r[0] == *v).unwrap()),
+        None if domain.iter().all(|v| v.parse::<f64>().is_ok()) => ordered.sort_by(|a, b| {
+            a.parse::<f64>()
+                .unwrap()
+                .total_cmp(&b.parse::<f64>().unwrap())
+                .then(a.cmp(b))
+        }),
+        None => {}
+    }
+    let m = ordered.len();
+    let mut t_ordered = 0.0;
+    for i in 0..m {
+        let cum: f64 = ordered[..=i]
+            .iter()
+            .map(|v| freq(class, v) - freq(all, v))
+            .sum();
+        t_ordered += cum.abs();
+    }
+    let t_ordered = if m > 1 {
+        t_ordered / (m - 1) as f64
+    } else {
+        0.0
+    };
+    let t_hierarchical = hierarchy.map(|h| {
+        let height = h[0].len() - 1;
+        // extra of (level, label): leaves directly, groups from their children.
+        let mut extra: HashMap<(usize, String), f64> = HashMap::new();
+        for r in h {
+            let v = r[0].as_str();
+            extra.insert((0, r[0].clone()), freq(class, v) - freq(all, v));
+        }
+        let mut cost = 0.0;
+        for level in 1..=height {
+            let mut labels: Vec<&String> = h.iter().map(|r| &r[level]).collect();
+            labels.sort();
+            labels.dedup();
+            for g in labels {
+                let mut children: Vec<&String> = h
+                    .iter()
+                    .filter(|r| &r[level] == g)
+                    .map(|r| &r[level - 1])
+                    .collect();
+                children.sort();
+                children.dedup();
+                let (mut pos, mut neg) = (0.0, 0.0);
+                for c in children {
+                    let e = extra[&(level - 1, c.clone())];
+                    if e > 0.0 {
+                        pos += e;
+                    } else {
+                        neg -= e;
+                    }
+                }
+                cost += level as f64 / height as f64 * f64::min(pos, neg);
+                extra.insert((level, g.clone()), pos - neg);
+            }
+        }
+        cost
+    });
+    let mut beta = 0.0f64;
+    let mut delta = 0.0f64;
+    for v in &domain {
+        let (q, p) = (freq(class, v), freq(all, v));
+        if q > p {
+            beta = beta.max((q - p) / p);
+        }
+        if q > 0.0 {
+            delta = delta.max((q / p).ln().abs());
+        }
+    }
+    (t_equal, t_ordered, t_hierarchical, beta, delta)
 }
 
 fn label<'a>(h: &'a [Vec<String>], value: &str, level: usize) -> &'a str {
@@ -95,10 +202,34 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
         s_k: 0,
         s_l: 0,
         cm: 0.0,
+        t_equal: 0.0,
+        t_ordered: 0.0,
+        t_hierarchical: t.sens_hierarchy.as_ref().map(|_| 0.0),
+        beta: 0.0,
+        delta_disclosure: 0.0,
+        risk_average: 0.0,
+        uniques: 0.0,
+        aecs: 0.0,
+        precision: 0.0,
+        nu_entropy: 0.0,
         p_equiv: vec![0; n],
         p_sens: vec![0; n],
         p_glm: vec![0.0; n],
+        p_risk: vec![0.0; n],
     };
+    let heights: Vec<usize> = t.hierarchies.iter().map(|h| h[0].len() - 1).collect();
+    // c_q(v): input rows with value v of QI q; c_q(g): rows whose value lies in group g.
+    let mut counts: HashMap<(usize, usize, &str), f64> = HashMap::new();
+    for r in &t.rows {
+        for (d, h) in t.hierarchies.iter().enumerate() {
+            for level in 0..=heights[d] {
+                *counts
+                    .entry((d, level, label(h, &r[d], level)))
+                    .or_default() += 1.0;
+            }
+        }
+    }
+    let count_of = |d: usize, level: usize, label: &str| counts[&(d, level, label)];
     let mut min_h = f64::INFINITY;
     let mut penalties = 0u64;
     for members in classes.values() {
@@ -125,9 +256,34 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
                 })
                 .sum();
             min_h = min_h.min(h);
+            let (te, to, th, b, dd) = distances(&hist, &sens_total, t.sens_hierarchy.as_deref());
+            res.t_equal = res.t_equal.max(te);
+            res.t_ordered = res.t_ordered.max(to);
+            res.t_hierarchical = th.map(|x| x.max(res.t_hierarchical.unwrap()));
+            res.beta = res.beta.max(b);
+            res.delta_disclosure = res.delta_disclosure.max(dd);
         }
         let most = *lab.values().max().unwrap();
         for &r in members {
+            for d in 0..node.len() {
+                let v = &t.rows[r][d];
+                let c_v = count_of(d, 0, v);
+                let c_g = if suppressed {
+                    n as f64
+                } else {
+                    count_of(
+                        d,
+                        node[d] as usize,
+                        label(&t.hierarchies[d], v, node[d] as usize),
+                    )
+                };
+                res.nu_entropy += -(c_v / c_g).log2();
+                res.precision += if suppressed {
+                    1.0
+                } else {
+                    node[d] as f64 / heights[d] as f64
+                };
+            }
             if suppressed {
                 res.p_equiv[r] = n as u64;
                 res.p_sens[r] = sens_total[t.sens[r].as_str()];
@@ -136,6 +292,7 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
             } else {
                 res.p_equiv[r] = size;
                 res.p_sens[r] = hist[t.sens[r].as_str()];
+                res.p_risk[r] = 1.0 / size as f64;
                 res.p_glm[r] = (0..node.len())
                     .map(|d| loss(&t.hierarchies[d], &t.rows[r][d], node[d] as usize))
                     .sum();
@@ -150,6 +307,23 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
     res.s_l = res.p_sens.iter().sum();
     res.glm = res.p_glm.iter().sum();
     res.cm = penalties as f64 / n as f64;
+    let released = n as u64 - res.suppressed;
+    res.risk_average = if released == 0 {
+        0.0
+    } else {
+        res.classes as f64 / released as f64
+    };
+    res.uniques = classes
+        .values()
+        .filter(|c| c.len() == 1 && c.len() as u64 > j)
+        .count() as f64
+        / n as f64;
+    res.aecs = if res.classes == 0 {
+        n as f64
+    } else {
+        released as f64 / res.classes as f64
+    };
+    res.precision /= (n * node.len()) as f64;
     res
 }
 
@@ -173,6 +347,7 @@ pub fn release(
         sens: rows.iter().map(|r| r[sensitive].clone()).collect(),
         labels: rows.iter().map(|_| String::new()).collect(),
         hierarchies: qis.iter().map(|(_, h)| h.clone()).collect(),
+        sens_hierarchy: None,
     };
     let result = evaluate(&table, node, eta);
     let n = rows.len() as u64;

@@ -168,6 +168,7 @@ fn distinct_l_is_not_monotone_under_suppression() {
                 })
                 .collect(),
         ],
+        sens_hierarchy: None,
     };
     let ev = engine(&t, 8);
     let require = Requirement::parse_list("k>=3,l>=3").unwrap();

@@ -15,12 +15,22 @@ use proptest::prelude::*;
 
 use crate::naive::{self, NaiveTable};
 
-/// A random nested hierarchy over `leaves` leaves: each level merges groups of the one below.
+/// A random nested hierarchy over `leaves` leaves `v0, v1, ...`: each level merges groups of the
+/// one below.
 pub(crate) fn hierarchy(leaves: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
+    hierarchy_of(leaves, "v")
+}
+
+/// [`hierarchy`] over leaves named `{prefix}{i}`.
+pub(crate) fn hierarchy_of(
+    leaves: usize,
+    prefix: &'static str,
+) -> impl Strategy<Value = Vec<Vec<String>>> {
     // Up to 3 intermediate levels, each a random map from the previous level's groups.
     proptest::collection::vec(proptest::collection::vec(0usize..4, leaves), 0..3).prop_map(
         move |maps| {
-            let mut rows: Vec<Vec<String>> = (0..leaves).map(|i| vec![format!("v{i}")]).collect();
+            let mut rows: Vec<Vec<String>> =
+                (0..leaves).map(|i| vec![format!("{prefix}{i}")]).collect();
             let mut group: Vec<usize> = (0..leaves).collect();
             for (l, m) in maps.iter().enumerate() {
                 // The new group of a leaf is a function of its current group: m indexed by group.
@@ -37,31 +47,40 @@ pub(crate) fn hierarchy(leaves: usize) -> impl Strategy<Value = Vec<Vec<String>>
     )
 }
 
-/// Random tables whose sensitive domain is small (dense cell tables) or large (sparse ones).
+/// Random tables whose sensitive domain is small (dense cell tables) or large (sparse ones), its
+/// values text (`s0`, `s1`, ...: ordered by text) or numbers (ordered numerically), with or
+/// without a sensitive hierarchy (which then orders them).
 pub(crate) fn table() -> impl Strategy<Value = (NaiveTable, u64)> {
     (
         1usize..4,
         proptest::collection::vec(1usize..6, 3),
         prop_oneof![Just(4usize), Just(40usize)],
+        any::<bool>(),
     )
-        .prop_flat_map(|(q, domains, sens_n)| {
+        .prop_flat_map(|(q, domains, sens_n, numeric)| {
             let domains: Vec<usize> = domains[..q].to_vec();
             let hs: Vec<_> = domains.iter().map(|&n| hierarchy(n)).collect();
             let row = domains.iter().map(|&n| 0..n).collect::<Vec<_>>();
+            let prefix = if numeric { "" } else { "s" };
             (
                 hs,
                 proptest::collection::vec((row, 0..sens_n, 0usize..3), 1..50),
                 0u64..20,
+                proptest::option::of(hierarchy_of(sens_n, prefix)),
             )
-                .prop_map(|(hierarchies, rows, eta)| {
+                .prop_map(move |(hierarchies, rows, eta, sens_hierarchy)| {
                     let t = NaiveTable {
                         rows: rows
                             .iter()
                             .map(|(r, _, _)| r.iter().map(|v| format!("v{v}")).collect())
                             .collect(),
-                        sens: rows.iter().map(|(_, s, _)| format!("s{s}")).collect(),
+                        sens: rows
+                            .iter()
+                            .map(|(_, s, _)| format!("{prefix}{s}"))
+                            .collect(),
                         labels: rows.iter().map(|(_, _, c)| format!("c{c}")).collect(),
                         hierarchies,
+                        sens_hierarchy,
                     };
                     (t, eta)
                 })
@@ -104,6 +123,10 @@ pub(crate) fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
             })
             .collect(),
         sensitive: "s".into(),
+        sensitive_hierarchy: t
+            .sens_hierarchy
+            .as_ref()
+            .map(|rows| HierarchySpec::Table { rows: rows.clone() }),
         class: Some("c".into()),
         identifiers: vec![],
         suppression: SuppressionLimit::Rows(eta),
@@ -173,10 +196,28 @@ proptest! {
             prop_assert!(close(direct.glm, want.glm), "glm {} vs {}", direct.glm, want.glm);
             prop_assert!(close(direct.l_entropy, want.l_entropy));
             prop_assert!(close(direct.cm.unwrap(), want.cm));
+            for (name, got, want) in [
+                ("t_equal", direct.t_equal, want.t_equal),
+                ("t_ordered", direct.t_ordered, want.t_ordered),
+                ("beta", direct.beta, want.beta),
+                ("delta_disclosure", direct.delta_disclosure, want.delta_disclosure),
+                ("risk_average", direct.risk_average, want.risk_average),
+                ("uniques", direct.uniques, want.uniques),
+                ("aecs", direct.aecs, want.aecs),
+                ("precision", direct.precision, want.precision),
+                ("nu_entropy", direct.nu_entropy, want.nu_entropy),
+            ] {
+                prop_assert!(close(got, want), "{} at {:?}: engine {} naive {}", name, node, got, want);
+            }
+            match (direct.t_hierarchical, want.t_hierarchical) {
+                (Some(a), Some(b)) => prop_assert!(close(a, b), "t_hierarchical at {:?}: {} vs {}", node, a, b),
+                (a, b) => prop_assert_eq!(a.is_some(), b.is_some()),
+            }
             let (_, v) = ev.property_vectors(&node).unwrap();
             prop_assert_eq!(&v.p_equiv, &want.p_equiv);
             prop_assert_eq!(&v.p_sens, &want.p_sens);
             prop_assert!(v.p_glm.iter().zip(&want.p_glm).all(|(a, b)| close(*a, *b)));
+            prop_assert!(v.p_risk.iter().zip(&want.p_risk).all(|(a, b)| close(*a, *b)));
             prop_assert_eq!(v.p_equiv.iter().sum::<u64>(), direct.s_k);
         }
         }

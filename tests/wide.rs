@@ -105,6 +105,7 @@ fn wide_keys_agree_with_the_naive_evaluator() {
         rows,
         sens,
         hierarchies: hierarchy_rows(&ev),
+        sens_hierarchy: None,
     };
     let eta = ev.dataset().eta;
     let heights = ev.lattice().heights().to_vec();

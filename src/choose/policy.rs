@@ -20,18 +20,49 @@ use crate::search::{Point, pareto_front};
 pub use crate::indices::Index as Measure;
 
 impl Measure {
-    /// The value recomputed from a release file, when a release alone determines it.
+    /// The value recomputed from a release file, when a release determines it: with its input
+    /// (the check names a node) every index but S_k, S_l, CM and non-uniform entropy; alone, the
+    /// indices of its classes only.
     pub fn of_check(&self, c: &ReleaseCheck) -> Option<f64> {
+        let with_input = !c.node.is_empty();
+        let d = c.distances.filter(|_| with_input);
+        let released = |v: f64| Some(v).filter(|_| c.classes > 0).or(Some(0.0));
         Some(match self {
             Measure::K => c.k as f64,
             Measure::L => c.l_distinct as f64,
             Measure::LEntropy => c.l_entropy,
             Measure::LProbabilistic => c.l_probabilistic,
-            Measure::Suppressed => c.suppressed as f64,
             Measure::Classes => c.classes as f64,
-            Measure::Glm => c.glm,
-            Measure::MaxClass | Measure::Cm | Measure::SK | Measure::SL => return None,
+            Measure::RiskProsecutor => released(1.0 / c.k as f64)?,
+            Measure::RiskAverage => released(c.classes as f64 / c.rows as f64)?,
+            Measure::Aecs => c.rows as f64 / c.classes as f64,
+            Measure::TEqual => d?.t_equal,
+            Measure::TOrdered => d?.t_ordered,
+            Measure::THierarchical => Some(d?.t_hierarchical).filter(|v| !v.is_nan())?,
+            Measure::Beta => d?.beta,
+            Measure::DeltaDisclosure => d?.delta,
+            Measure::Suppressed if with_input => c.suppressed as f64,
+            Measure::Glm if with_input => c.glm,
+            Measure::Uniques if with_input => c.unique_rows as f64 / c.tuples as f64,
+            Measure::Discernibility if with_input => {
+                (c.sum_size_sq + c.suppressed * c.tuples) as f64
+            }
+            Measure::Precision if with_input => c.precision,
+            Measure::Height if with_input => c.node.iter().map(|&l| l as f64).sum(),
+            _ => return None,
         })
+    }
+
+    /// The names of the indices [`Self::of_check`] recomputes from a release, with its input or
+    /// alone (for messages).
+    pub fn checkable(with_input: bool) -> String {
+        let probe = ReleaseCheck::probe(with_input);
+        crate::indices::INDICES
+            .iter()
+            .filter(|i| i.index.of_check(&probe).is_some())
+            .map(|i| i.index.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -108,20 +139,26 @@ impl Requirement {
     }
 
     /// Whether every node coarser than a node meeting the requirement meets it too, under the
-    /// suppression `rule` with limit `eta`: `k` lower bounds always; distinct and entropy `l` only
-    /// when nothing can be suppressed. SPEC §7 counts distinct `l` as monotone under any limit,
+    /// suppression `rule` with limit `eta` ([`crate::indices::Monotone`], SPEC §7): `k` lower
+    /// bounds always; distinct and entropy `l` lower bounds, t-closeness and risk upper bounds
+    /// only when nothing can be suppressed; β-likeness, δ-disclosure and losses never. SPEC §7 counts distinct `l` as monotone under any limit,
     /// but neither rule suppresses by `l`: the DBSEC rule never suppresses the largest class and
     /// may suppress classes that meet `l`, so a coarser node can release a merged class with too
     /// few values (the property test against enumeration found such a table).
     pub fn is_monotone(&self, _rule: &crate::suppression::SuppressionRule, eta: u64) -> bool {
-        if !matches!(self.op, Op::Ge | Op::Gt) {
-            return false;
-        }
-        match self.measure {
-            Measure::K => true,
-            Measure::L | Measure::LEntropy => eta == 0,
-            _ => false,
-        }
+        use crate::indices::Monotone;
+        let info = self.measure.info();
+        let good_direction = if info.higher_is_better {
+            matches!(self.op, Op::Ge | Op::Gt)
+        } else {
+            matches!(self.op, Op::Le | Op::Lt)
+        };
+        good_direction
+            && match info.monotone {
+                Monotone::Always => true,
+                Monotone::WithoutSuppression => eta == 0,
+                Monotone::Never => false,
+            }
     }
 
     /// The requirement as text.
@@ -255,13 +292,14 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
         | Choice::Goal { objectives: o, .. }
         | Choice::Wtd { objectives: o, .. } => objectives.extend(o.iter().copied()),
     }
-    let value_counts = measures
-        .iter()
-        .any(|m| matches!(m, Measure::LEntropy | Measure::LProbabilistic | Measure::SL))
-        || objectives
+    use crate::indices::Sensitive;
+    let needs = |what: Sensitive| {
+        measures
             .iter()
-            .any(|o| matches!(o, Objective::LEntropy | Objective::SL));
-    let distinct = measures.contains(&Measure::L) || objectives.contains(&Objective::L);
+            .chain(&objectives)
+            .any(|m| m.uses_sensitive() == what)
+    };
+    let (value_counts, distinct) = (needs(Sensitive::Counts), needs(Sensitive::Distinct));
     let ds = ev.dataset();
     let rule = &ds.profile.suppression_rule;
     let non_monotone: Vec<String> = policy

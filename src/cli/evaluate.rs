@@ -23,7 +23,7 @@ pub struct EvaluateArgs {
     /// The node: one level per QI, in profile order, e.g. 1,0,2.
     #[arg(long, value_name = "L1,L2,...")]
     node: String,
-    /// Also print the per-tuple property vectors p_equiv, p_sens, p_glm (and p_cm).
+    /// Also print the per-tuple property vectors p_equiv, p_sens, p_glm, p_risk (and p_cm).
     #[arg(long)]
     vectors: bool,
     /// Output format.
@@ -40,19 +40,20 @@ pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
         a.profile.statistics_evaluator()?
     };
     let node = ev.parse_node(&a.node)?;
-    let with_cm = ev.dataset().class.is_some();
+    let present = pbg::indices::Present::of(ev.dataset());
     let mut m = if a.vectors {
         let (ix, v) = ev.property_vectors(&node)?;
-        let mut m = indices_json(&ix, ev.lattice(), with_cm);
+        let mut m = indices_json(&ix, ev.lattice(), present);
         m.insert("p_equiv".into(), json!(v.p_equiv));
         m.insert("p_sens".into(), json!(v.p_sens));
         m.insert("p_glm".into(), json!(v.p_glm));
+        m.insert("p_risk".into(), json!(v.p_risk));
         if let Some(cm) = v.p_cm {
             m.insert("p_cm".into(), json!(cm));
         }
         m
     } else {
-        indices_json(&ev.evaluate(&node)?, ev.lattice(), with_cm)
+        indices_json(&ev.evaluate(&node)?, ev.lattice(), present)
     };
     m.insert("qis".into(), json!(ev.qi_names()));
     match a.format {

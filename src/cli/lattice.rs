@@ -45,10 +45,10 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     match a.format {
         Format::Json => {
-            let with_cm = ev.dataset().class.is_some();
+            let present = pbg::indices::Present::of(ev.dataset());
             let rows: Vec<serde_json::Value> = all
                 .iter()
-                .map(|x| serde_json::Value::Object(indices_json(x, ev.lattice(), with_cm)))
+                .map(|x| serde_json::Value::Object(indices_json(x, ev.lattice(), present)))
                 .collect();
             let text = serde_json::to_string(&rows)?;
             match &a.out {
@@ -61,8 +61,11 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
             }
         }
         Format::Csv | Format::Parquet => {
-            let batch =
-                pbg::indices::indices_batch(&ev.qi_names(), &all, ev.dataset().class.is_some())?;
+            let batch = pbg::indices::indices_batch(
+                &ev.qi_names(),
+                &all,
+                pbg::indices::Present::of(ev.dataset()),
+            )?;
             let format = if matches!(a.format, Format::Csv) {
                 OutputFormat::Csv
             } else {

@@ -1,12 +1,13 @@
 //! Rendering of node indices as JSON objects and key/value tables.
 
 use pbg::NodeIndices;
+use pbg::indices::Present;
 use pbg::lattice::Lattice;
 use serde_json::{Map, Value, json};
 
 /// The `evaluate` fields of a node: `node`, `lattice_size`, then every index in the order of
-/// [`pbg::indices::INDICES`] (`cm` only with a class attribute).
-pub fn indices_json(ix: &NodeIndices, lattice: &Lattice, with_cm: bool) -> Map<String, Value> {
+/// [`pbg::indices::INDICES`] (the optional ones only where the dataset defines them).
+pub fn indices_json(ix: &NodeIndices, lattice: &Lattice, present: Present) -> Map<String, Value> {
     use pbg::indices::{INDICES, Kind};
     let mut m = Map::new();
     m.insert("node".into(), json!(ix.node));
@@ -15,8 +16,8 @@ pub fn indices_json(ix: &NodeIndices, lattice: &Lattice, with_cm: bool) -> Map<S
         let v = match info.kind {
             Kind::Count => json!((info.value)(ix) as u64),
             Kind::Real => json!((info.value)(ix)),
-            Kind::ClassReal if with_cm => json!(ix.cm),
-            Kind::ClassReal => continue,
+            _ if !present.has(info.kind) => continue,
+            Kind::ClassReal | Kind::HierarchyReal => json!((info.value)(ix)),
         };
         m.insert(info.name.into(), v);
     }

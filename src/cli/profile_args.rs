@@ -31,6 +31,9 @@ pub struct ProfileArgs {
     /// The sensitive attribute.
     #[arg(long, value_name = "NAME")]
     sensitive: Option<String>,
+    /// A hierarchy of the sensitive attribute's values (ARX CSV), for t_hierarchical.
+    #[arg(long = "sensitive-hierarchy", value_name = "NAME=HIERARCHY_CSV")]
+    sensitive_hierarchy: Option<String>,
     /// The class attribute (for CM).
     #[arg(long, value_name = "NAME")]
     class: Option<String>,
@@ -88,6 +91,7 @@ impl ProfileArgs {
                 sensitive: self.sensitive.clone().ok_or_else(|| {
                     PbgError::profile(FLAGS, "--sensitive NAME is required without a profile file")
                 })?,
+                sensitive_hierarchy: None,
                 class: None,
                 identifiers: Vec::new(),
                 suppression: SuppressionLimit::Rows(0),
@@ -105,6 +109,26 @@ impl ProfileArgs {
         }
         if let Some(s) = &self.sensitive {
             profile.sensitive = s.clone();
+        }
+        if let Some(h) = &self.sensitive_hierarchy {
+            let (name, path) = h.split_once('=').ok_or_else(|| {
+                PbgError::profile(
+                    FLAGS,
+                    format!("--sensitive-hierarchy `{h}` must be NAME=HIERARCHY_CSV"),
+                )
+            })?;
+            if name != profile.sensitive {
+                return Err(PbgError::profile(
+                    FLAGS,
+                    format!(
+                        "--sensitive-hierarchy names `{name}` but the sensitive attribute is `{}`",
+                        profile.sensitive
+                    ),
+                ));
+            }
+            profile.sensitive_hierarchy = Some(HierarchySpec::Arx {
+                path: PathBuf::from(path),
+            });
         }
         if let Some(c) = &self.class {
             profile.class = Some(c.clone());

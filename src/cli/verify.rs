@@ -167,16 +167,8 @@ fn requirements(
     let mut results = Vec::new();
     let mut failed = Vec::new();
     for r in require {
-        let value = match r.measure {
-            Measure::Suppressed | Measure::Glm if !with_input => None,
-            m => m.of_check(check),
-        }
-        .ok_or_else(|| {
-            let usable = if with_input {
-                "k, l, l_entropy, l_probabilistic, suppressed, classes, glm"
-            } else {
-                "k, l, l_entropy, l_probabilistic, classes"
-            };
+        let value = r.measure.of_check(check).ok_or_else(|| {
+            let usable = Measure::checkable(with_input);
             let without = if with_input { "" } else { " without its input" };
             anyhow::anyhow!(
                 "--require: `{}` cannot be recomputed from a release{without} (use {usable})",

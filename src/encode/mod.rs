@@ -65,6 +65,8 @@ pub struct Dataset {
     pub qis: Vec<EncodedQi>,
     /// The sensitive attribute.
     pub sensitive: EncodedAttribute,
+    /// The sensitive hierarchy, if the profile gives one, with the leaf of every sensitive value code.
+    pub sensitive_hierarchy: Option<(Arc<Hierarchy>, Vec<u32>)>,
     /// The class attribute, if the profile names one.
     pub class: Option<EncodedAttribute>,
     /// Identifier columns (indices), dropped from releases.
@@ -484,6 +486,27 @@ impl Dataset {
             Some(c) => Some(attribute(s + 1, c)?),
             None => None,
         };
+        let sensitive_hierarchy = match &profile.sensitive_hierarchy {
+            Some(spec) => {
+                let values: Vec<(String, usize)> =
+                    sensitive.labels.iter().map(|v| (v.clone(), 0)).collect();
+                let h = Arc::new(spec.build(&profile.sensitive, &values)?);
+                let leaves = sensitive
+                    .labels
+                    .iter()
+                    .map(|v| {
+                        h.leaf_code(v).ok_or_else(|| PbgError::ValueNotInHierarchy {
+                            column: profile.sensitive.clone(),
+                            value: v.clone(),
+                            row: 0,
+                            source_name: h.source().to_string(),
+                        })
+                    })
+                    .collect::<Result<Vec<u32>>>()?;
+                Some((h, leaves))
+            }
+            None => None,
+        };
         let identifiers = profile
             .identifiers
             .iter()
@@ -495,6 +518,7 @@ impl Dataset {
             schema,
             qis,
             sensitive,
+            sensitive_hierarchy,
             class,
             identifiers,
             eta,

@@ -72,6 +72,9 @@ pub struct Profile {
     pub qis: Vec<QiSpec>,
     /// The sensitive attribute.
     pub sensitive: String,
+    /// A hierarchy of the sensitive attribute's values, for `t_hierarchical` (and the order of
+    /// `t_ordered`).
+    pub sensitive_hierarchy: Option<HierarchySpec>,
     /// The class label for CM, if any.
     pub class: Option<String>,
     /// Columns dropped from every output.
@@ -89,6 +92,7 @@ struct ProfileFile {
     table: Option<String>,
     delimiter: Option<String>,
     sensitive: String,
+    sensitive_hierarchy: Option<toml::Value>,
     class: Option<String>,
     #[serde(default)]
     identifiers: Vec<String>,
@@ -117,6 +121,38 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+/// A hierarchy declaration: a file path (ARX CSV) or a table with `type`; relative paths resolved
+/// against `base`.
+fn hierarchy_spec(
+    value: toml::Value,
+    column: &str,
+    base: &Path,
+    origin: &str,
+) -> Result<HierarchySpec> {
+    let mut hierarchy = match value {
+        toml::Value::String(p) => HierarchySpec::Arx {
+            path: PathBuf::from(p),
+        },
+        v @ toml::Value::Table(_) => v.try_into::<HierarchySpec>().map_err(|e| {
+            PbgError::profile(
+                origin,
+                format!("hierarchy of `{column}`: {}", e.to_string().trim()),
+            )
+        })?,
+        other => {
+            return Err(PbgError::profile(
+                origin,
+                format!(
+                    "hierarchy of `{column}` must be a file path or a table with `type`, not {}",
+                    other.type_str()
+                ),
+            ));
+        }
+    };
+    hierarchy.resolve_paths(base);
+    Ok(hierarchy)
+}
+
 /// Parses a delimiter: one character, or `tab`.
 pub fn parse_delimiter(text: &str) -> Result<u8> {
     match text {
@@ -143,28 +179,7 @@ impl Profile {
             toml::from_str(text).map_err(|e| PbgError::profile(origin, toml_error(text, &e)))?;
         let mut qis = Vec::with_capacity(file.qi.len());
         for q in file.qi {
-            let mut hierarchy = match q.hierarchy {
-                toml::Value::String(p) => HierarchySpec::Arx {
-                    path: PathBuf::from(p),
-                },
-                v @ toml::Value::Table(_) => v.try_into::<HierarchySpec>().map_err(|e| {
-                    PbgError::profile(
-                        origin,
-                        format!("hierarchy of `{}`: {}", q.name, e.to_string().trim()),
-                    )
-                })?,
-                other => {
-                    return Err(PbgError::profile(
-                        origin,
-                        format!(
-                            "hierarchy of `{}` must be a file path or a table with `type`, not {}",
-                            q.name,
-                            other.type_str()
-                        ),
-                    ));
-                }
-            };
-            hierarchy.resolve_paths(base);
+            let hierarchy = hierarchy_spec(q.hierarchy, &q.name, base, origin)?;
             qis.push(QiSpec {
                 name: q.name,
                 hierarchy,
@@ -199,6 +214,10 @@ impl Profile {
             input,
             delimiter: parse_delimiter(file.delimiter.as_deref().unwrap_or(","))?,
             qis,
+            sensitive_hierarchy: file
+                .sensitive_hierarchy
+                .map(|h| hierarchy_spec(h, &file.sensitive, base, origin))
+                .transpose()?,
             sensitive: file.sensitive,
             class: file.class,
             identifiers: file.identifiers,
@@ -278,15 +297,19 @@ impl Profile {
                 )
             })?;
         }
-        for q in &self.qis {
-            if let HierarchySpec::Arx { path } = &q.hierarchy {
+        let hierarchies = self.qis.iter().map(|q| (&q.name, &q.hierarchy)).chain(
+            self.sensitive_hierarchy
+                .iter()
+                .map(|h| (&self.sensitive, h)),
+        );
+        for (name, h) in hierarchies {
+            if let HierarchySpec::Arx { path } = h {
                 crate::io::refuse_overwrite(output, &Input::Path(path.clone())).map_err(|_| {
                     PbgError::argument(
                         "output",
                         format!(
-                            "{} is the hierarchy file of `{}`: pbg never writes over its inputs; choose another output path",
+                            "{} is the hierarchy file of `{name}`: pbg never writes over its inputs; choose another output path",
                             output.display(),
-                            q.name
                         ),
                     )
                 })?;

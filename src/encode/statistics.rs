@@ -141,41 +141,55 @@ pub async fn with_row(ctx: &SessionContext, profile: &Profile, e: PbgError) -> P
 pub async fn resolve_hierarchy_tables(ctx: &SessionContext, profile: &Profile) -> Result<Profile> {
     use crate::encode::hierarchy::HierarchySpec;
     let mut profile = profile.clone();
-    for q in &mut profile.qis {
-        let HierarchySpec::Sql { table } = &q.hierarchy else {
+    let sensitive = profile.sensitive.clone();
+    let specs = profile
+        .qis
+        .iter_mut()
+        .map(|q| (q.name.clone(), &mut q.hierarchy))
+        .chain(profile.sensitive_hierarchy.as_mut().map(|h| (sensitive, h)));
+    for (name, spec) in specs {
+        let HierarchySpec::Sql { table } = &*spec else {
             continue;
         };
-        let source = input::Input::Table(table.clone());
-        let df = input::open(ctx, &source, b',').await?;
-        let batches = df.collect().await.map_err(|e| df_error(&source, e))?;
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        for batch in &batches {
-            let texts = batch
-                .columns()
-                .iter()
-                .map(crate::encode::text_column)
-                .collect::<Result<Vec<_>>>()?;
-            for r in 0..batch.num_rows() {
-                let mut row = Vec::with_capacity(texts.len());
-                for (l, t) in texts.iter().enumerate() {
-                    if t.keys.is_null(r) {
-                        return Err(PbgError::Hierarchy {
-                            column: q.name.clone(),
-                            source_name: format!("table `{table}`"),
-                            message: format!(
-                                "row {} has an empty label at level {l}",
-                                rows.len() + 1
-                            ),
-                        });
-                    }
-                    row.push(t.values.value(t.keys.values()[r] as usize).to_string());
-                }
-                rows.push(row);
-            }
-        }
-        q.hierarchy = HierarchySpec::Table { rows };
+        *spec = HierarchySpec::Table {
+            rows: hierarchy_rows(ctx, &name, table).await?,
+        };
     }
     Ok(profile)
+}
+
+/// The rows `leaf, level1, ...` of a hierarchy held in registered table `table`, for `column`.
+async fn hierarchy_rows(
+    ctx: &SessionContext,
+    column: &str,
+    table: &str,
+) -> Result<Vec<Vec<String>>> {
+    let source = input::Input::Table(table.to_string());
+    let df = input::open(ctx, &source, b',').await?;
+    let batches = df.collect().await.map_err(|e| df_error(&source, e))?;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for batch in &batches {
+        let texts = batch
+            .columns()
+            .iter()
+            .map(crate::encode::text_column)
+            .collect::<Result<Vec<_>>>()?;
+        for r in 0..batch.num_rows() {
+            let mut row = Vec::with_capacity(texts.len());
+            for (l, t) in texts.iter().enumerate() {
+                if t.keys.is_null(r) {
+                    return Err(PbgError::Hierarchy {
+                        column: column.to_string(),
+                        source_name: format!("table `{table}`"),
+                        message: format!("row {} has an empty label at level {l}", rows.len() + 1),
+                    });
+                }
+                row.push(t.values.value(t.keys.values()[r] as usize).to_string());
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
 }
 
 /// Pass 1 on `ctx`: the profile's input read into class statistics and encoded.

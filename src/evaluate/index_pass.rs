@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::{Evaluator, NodeTables};
 use crate::classes::CellTable;
+use crate::distribution::Distances;
 use crate::indices::NodeIndices;
 use crate::suppression::suppression_threshold_capped;
 
@@ -92,18 +93,27 @@ impl Evaluator {
         s_k += suppressed * n;
         // A released class with one sensitive value has entropy 0 and max frequency 1: both l
         // are then exactly 1 (mask tables carry no per-value counts and report 1 as well).
-        let shape_needed = released.min_distinct > 1 && !sens.is_mask();
+        let counts = !sens.is_mask() && self.class_only.is_none();
+        let shape_needed = released.min_distinct > 1 && counts;
+        let distances = counts && released.classes > 0;
         // Suppressed tuples count their value's frequency in the whole table in S_l.
-        let (min_entropy, min_prob, glm_suppressed, sum_tot, sum_sq) = if shape_needed || j > 0 {
-            self.shape_pass(node, sens, j, shape_needed)
+        let shape = if shape_needed || distances || j > 0 {
+            self.shape_pass(node, sens, j, shape_needed, distances)
         } else {
-            (f64::INFINITY, f64::INFINITY, 0.0, 0, 0)
+            Shape::EMPTY
         };
-        s_l = s_l - sum_sq + sum_tot;
+        s_l = s_l - shape.sum_sq + shape.sum_tot;
         let (l_entropy, l_probabilistic) = if shape_needed || released.classes == 0 {
-            (min_entropy.exp(), min_prob)
+            (shape.min_entropy.exp(), shape.min_prob)
         } else {
             (1.0, 1.0)
+        };
+        let dist = if !counts {
+            Distances::UNKNOWN
+        } else if distances {
+            shape.distances
+        } else {
+            Distances::zero(self.model.has_hierarchy())
         };
         let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
@@ -124,6 +134,7 @@ impl Evaluator {
             penalties as f64 / n as f64
         });
         let base = self.glm_bound(node);
+        let kept = n - suppressed;
         NodeIndices {
             node: node.to_vec(),
             classes: released.classes,
@@ -132,8 +143,31 @@ impl Evaluator {
             l_distinct: released.min_distinct,
             l_entropy,
             l_probabilistic,
+            t_equal: dist.t_equal,
+            t_ordered: dist.t_ordered,
+            t_hierarchical: self.model.has_hierarchy().then_some(dist.t_hierarchical),
+            beta: dist.beta,
+            delta_disclosure: dist.delta,
+            risk_average: if kept == 0 {
+                0.0
+            } else {
+                released.classes as f64 / kept as f64
+            },
+            // Classes of one tuple are released only when nothing is suppressed (j = 0).
+            uniques: if j == 0 {
+                pass.ones as f64 / n as f64
+            } else {
+                0.0
+            },
             suppressed,
-            glm: base + glm_suppressed,
+            glm: base + shape.glm_suppressed,
+            aecs: if released.classes == 0 {
+                n as f64
+            } else {
+                kept as f64 / released.classes as f64
+            },
+            precision: crate::loss::precision(node, &self.heights, kept, suppressed),
+            nu_entropy: self.nu.base(node) + shape.nu_suppressed,
             s_k,
             s_l,
             cm,
@@ -150,10 +184,12 @@ impl Evaluator {
             max_size: 0,
             sum_sq: 0,
             sum_size_sq: 0,
+            ones: 0,
         };
         pass.sum_sq = sens.sum_sq();
         for (size, distinct) in sens.sizes() {
             pass.max_size = pass.max_size.max(size);
+            pass.ones += u64::from(size == 1);
             pass.sum_size_sq += size * size;
             if size > eta {
                 let b = &mut pass.big;
@@ -168,42 +204,59 @@ impl Evaluator {
         pass
     }
 
-    /// The pass over classes that needs logarithms, keys or cells: the smallest entropy and
-    /// size / most-frequent-count over classes larger than `j` (when `shape`), and for the
-    /// classes of at most `j` tuples the GLM their suppression loses and Σ count × the value's
-    /// count in the whole table (their part of S_l).
+    /// The pass over classes that needs logarithms, keys or cells: for classes larger than `j`,
+    /// the smallest entropy and size / most-frequent-count (when `shape`) and the distances of
+    /// their sensitive distributions (when `distances`); for the classes of at most `j` tuples,
+    /// the GLM and non-uniform entropy their suppression loses and Σ count × the value's count
+    /// in the whole table (their part of S_l).
     fn shape_pass(
         &self,
         node: &[u8],
         sens: &CellTable,
         j: u64,
         shape: bool,
-    ) -> (f64, f64, f64, u64, u64) {
+        distances: bool,
+    ) -> Shape {
         let qis = self.dataset.qis.len() as f64;
         let totals = &self.dataset.sensitive.counts;
-        let mut min_entropy = f64::INFINITY;
-        let mut min_prob = f64::INFINITY;
-        let mut glm = 0.0;
-        let (mut sum_tot, mut sum_sq) = (0, 0);
+        let mut out = Shape::EMPTY;
+        out.distances = Distances::zero(self.model.has_hierarchy());
         let losses = self.node_losses(node);
         let keys = self.node_keys(node);
+        let dqis = &self.dataset.qis;
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
-            if size > j && !shape {
+            if size > j && !shape && !distances {
                 continue;
             }
             let class = sens.class(i);
             if size <= j {
-                glm += size as f64 * (qis - self.class_loss(&keys, node, &losses, class.key));
+                out.glm_suppressed +=
+                    size as f64 * (qis - self.class_loss(&keys, node, &losses, class.key));
+                let extra: f64 = (0..node.len())
+                    .map(|d| {
+                        let g = keys.code(dqis, node, class.key, d);
+                        self.nu.suppressed_extra(d, node[d], g)
+                    })
+                    .sum();
+                out.nu_suppressed += size as f64 * extra;
                 if !sens.is_mask() {
                     // Suppressed: count the value's frequency in the table instead of the class.
                     for c in class.cells() {
                         let count = c.count as u64;
-                        sum_tot += count * totals[c.value as usize];
-                        sum_sq += count * count;
+                        out.sum_tot += count * totals[c.value as usize];
+                        out.sum_sq += count * count;
                     }
                 }
-            } else if shape {
+                continue;
+            }
+            if distances {
+                let d = self
+                    .model
+                    .class(class.cells().map(|c| (c.value, c.count as u64)), size);
+                out.distances = out.distances.max(d);
+            }
+            if shape {
                 let mut sum_clnc = 0.0;
                 let mut most = 0;
                 let mut distinct = 0;
@@ -219,12 +272,35 @@ impl Evaluator {
                 } else {
                     (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
                 };
-                min_entropy = min_entropy.min(entropy);
-                min_prob = min_prob.min(size as f64 / most as f64);
+                out.min_entropy = out.min_entropy.min(entropy);
+                out.min_prob = out.min_prob.min(size as f64 / most as f64);
             }
         }
-        (min_entropy, min_prob, glm, sum_tot, sum_sq)
+        out
     }
+}
+
+/// What [`Evaluator::shape_pass`] yields.
+struct Shape {
+    min_entropy: f64,
+    min_prob: f64,
+    glm_suppressed: f64,
+    nu_suppressed: f64,
+    sum_tot: u64,
+    sum_sq: u64,
+    distances: Distances,
+}
+
+impl Shape {
+    const EMPTY: Shape = Shape {
+        min_entropy: f64::INFINITY,
+        min_prob: f64::INFINITY,
+        glm_suppressed: 0.0,
+        nu_suppressed: 0.0,
+        sum_tot: 0,
+        sum_sq: 0,
+        distances: Distances::UNKNOWN,
+    };
 }
 
 thread_local! {
@@ -245,6 +321,8 @@ struct SizePass {
     sum_sq: u64,
     /// Σ size² over every class.
     sum_size_sq: u64,
+    /// Classes of one tuple.
+    ones: u64,
 }
 
 /// Aggregates of released classes.

@@ -66,6 +66,12 @@ pub struct Evaluator {
     glm_base: Vec<Vec<f64>>,
     /// ln c for c in 0..=N, so that class entropies need no logarithm per cell.
     ln: Vec<f64>,
+    /// The input's sensitive distribution, for the distances of classes from it.
+    model: Arc<crate::distribution::SensitiveModel>,
+    /// Non-uniform entropy per QI and level.
+    nu: Arc<crate::loss::NuEntropy>,
+    /// Height of every QI's hierarchy.
+    heights: Vec<u8>,
     /// All-zero value codes, set for an evaluator that ignores the sensitive attribute.
     class_only: Option<Arc<arrow::array::UInt32Array>>,
     /// Sensitive cell tables hold each class's set of values as a bit mask (one cell per class).
@@ -109,9 +115,21 @@ impl Evaluator {
         let ln = (0..=n)
             .map(|c| if c == 0 { 0.0 } else { (c as f64).ln() })
             .collect();
+        let model = Arc::new(crate::distribution::SensitiveModel::new(
+            &dataset.sensitive.labels,
+            &dataset.sensitive.counts,
+            dataset
+                .sensitive_hierarchy
+                .as_ref()
+                .map(|(h, leaves)| (h.as_ref(), leaves.as_slice())),
+        ));
+        let nu = Arc::new(crate::loss::NuEntropy::new(&dataset));
         Ok(Evaluator {
             lattice: Lattice::new(dataset.heights()),
             keys,
+            model,
+            nu,
+            heights: dataset.heights(),
             sens_bits: bits_for(sens_n),
             label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
             glm_base,
@@ -174,17 +192,14 @@ impl Evaluator {
 
     /// The cheapest evaluator that still computes `objectives` exactly (see [`Self::lightest`]).
     pub fn for_objectives(&self, objectives: &[crate::objective::Objective]) -> Result<Self> {
-        use crate::objective::Objective;
-        self.lightest(
-            objectives
-                .iter()
-                .any(|o| matches!(o, Objective::LEntropy | Objective::SL)),
-            objectives.contains(&Objective::L),
-        )
+        use crate::indices::Sensitive;
+        let needs = |what| objectives.iter().any(|o| o.uses_sensitive() == what);
+        self.lightest(needs(Sensitive::Counts), needs(Sensitive::Distinct))
     }
 
     /// The cheapest evaluator for indices that need the per-value sensitive counts
-    /// (`value_counts`: entropy l, probabilistic l, S_l) or only distinct l (`distinct`): a clone,
+    /// (`value_counts`: entropy and probabilistic l, S_l, the distances) or only distinct l
+    /// (`distinct`): a clone,
     /// [`Self::distinct_only`], or [`Self::class_only`].
     pub fn lightest(&self, value_counts: bool, distinct: bool) -> Result<Self> {
         if value_counts {
@@ -203,6 +218,11 @@ impl Evaluator {
             Some(&v) => v,
             None => (c as f64).ln(),
         }
+    }
+
+    /// The input's sensitive distribution (what class distances are measured against).
+    pub fn sensitive_model(&self) -> &crate::distribution::SensitiveModel {
+        &self.model
     }
 
     /// The dataset.

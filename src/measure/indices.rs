@@ -5,7 +5,8 @@ use serde::Serialize;
 use crate::lattice::Node;
 
 /// Every index of one node under the suppression rule. Worst-case indices (k, l, max class, class
-/// count) are over the released classes; sums count suppressed tuples as fully protected.
+/// count, distances, risks) are over the released classes; sums count suppressed tuples as fully
+/// protected; losses count them with the largest loss (SPEC §2, §3, §7).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeIndices {
     /// The node.
@@ -23,11 +24,32 @@ pub struct NodeIndices {
     /// Probabilistic l: the smallest class size / most frequent sensitive count (every released
     /// class then has max frequency ≤ 1/l).
     pub l_probabilistic: f64,
+    /// t-closeness with equal ground distance: the largest total variation distance of a released
+    /// class's sensitive distribution from the input's.
+    pub t_equal: f64,
+    /// t-closeness over the ordered sensitive domain (EMD).
+    pub t_ordered: f64,
+    /// t-closeness over the sensitive hierarchy (EMD), with a sensitive hierarchy.
+    pub t_hierarchical: Option<f64>,
+    /// Basic β-likeness: the largest relative gain (p_E(s) − p(s)) / p(s) of a released class.
+    pub beta: f64,
+    /// δ-disclosure: the largest |ln(p_E(s) / p(s))| over values present in a released class.
+    pub delta_disclosure: f64,
+    /// Average re-identification risk: released classes / released tuples.
+    pub risk_average: f64,
+    /// Share of all tuples that are released alone in their class.
+    pub uniques: f64,
     /// Suppressed tuples.
     pub suppressed: u64,
     /// GLM (Iyengar), summed over tuples; a suppressed tuple loses 1 per QI.
     pub glm: f64,
-    /// S_k: sum of P_equiv (class size; N for suppressed tuples).
+    /// Average equivalence class size: released tuples / released classes (N without any).
+    pub aecs: f64,
+    /// Precision (Sweeney): the mean over tuples and QIs of level / height (1 when suppressed).
+    pub precision: f64,
+    /// Non-uniform entropy (Gionis & Tassa), bits, summed over tuples and QIs.
+    pub nu_entropy: f64,
+    /// S_k: sum of P_equiv (class size; N for suppressed tuples). Also the discernibility metric.
     pub s_k: u64,
     /// S_l: sum of P_sens (count of the tuple's sensitive value in its class; in the whole table
     /// for suppressed tuples).
@@ -56,10 +78,36 @@ pub enum Index {
     LEntropy,
     /// Probabilistic l-diversity.
     LProbabilistic,
+    /// t-closeness, equal ground distance.
+    TEqual,
+    /// t-closeness, ordered ground distance.
+    TOrdered,
+    /// t-closeness, hierarchical ground distance.
+    THierarchical,
+    /// Basic β-likeness.
+    Beta,
+    /// δ-disclosure privacy.
+    DeltaDisclosure,
+    /// Prosecutor risk: the highest re-identification risk of a released record.
+    RiskProsecutor,
+    /// Average re-identification risk.
+    RiskAverage,
+    /// Share of unique records.
+    Uniques,
     /// Suppressed tuples.
     Suppressed,
     /// GLM loss.
     Glm,
+    /// Discernibility metric.
+    Discernibility,
+    /// Average equivalence class size.
+    Aecs,
+    /// Precision loss.
+    Precision,
+    /// Height of the node.
+    Height,
+    /// Non-uniform entropy.
+    NuEntropy,
     /// S_k, the sum of P_equiv.
     SK,
     /// S_l, the sum of P_sens.
@@ -77,6 +125,59 @@ pub enum Kind {
     Real,
     /// A real number only defined with a class attribute (nullable Float64).
     ClassReal,
+    /// A real number only defined with a sensitive hierarchy (nullable Float64).
+    HierarchyReal,
+}
+
+/// Which optional indices a dataset defines (and outputs show).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Present {
+    /// The profile has a class attribute (`cm`).
+    pub class: bool,
+    /// The profile has a sensitive hierarchy (`t_hierarchical`).
+    pub sensitive_hierarchy: bool,
+}
+
+impl Present {
+    /// What `dataset` defines.
+    pub fn of(dataset: &crate::encode::Dataset) -> Self {
+        Present {
+            class: dataset.class.is_some(),
+            sensitive_hierarchy: dataset.sensitive_hierarchy.is_some(),
+        }
+    }
+
+    /// Whether an index of `kind` is defined.
+    pub fn has(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Count | Kind::Real => true,
+            Kind::ClassReal => self.class,
+            Kind::HierarchyReal => self.sensitive_hierarchy,
+        }
+    }
+}
+
+/// What of the sensitive attribute an index needs in the cell tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sensitive {
+    /// Nothing: one cell per class suffices.
+    No,
+    /// The set of values of each class (distinct l).
+    Distinct,
+    /// The count of every value in each class.
+    Counts,
+}
+
+/// When a requirement in the index's good direction (`k >= 5`, `t_equal <= 0.2`) is monotone:
+/// if a node meets it, every coarser node does (SPEC §7). A pruned search relies on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Monotone {
+    /// With any suppression limit.
+    Always,
+    /// Only with suppression limit 0.
+    WithoutSuppression,
+    /// Never.
+    Never,
 }
 
 /// What pbg knows about one index.
@@ -90,128 +191,305 @@ pub struct IndexInfo {
     pub aliases: &'static [&'static str],
     /// Storage type.
     pub kind: Kind,
-    /// Larger values are better (privacy); else smaller are (loss, suppression).
+    /// Larger values are better (privacy such as k, l); else smaller are (distances, risks, losses).
     pub higher_is_better: bool,
     /// Usable as a search objective.
     pub objective: bool,
-    /// Involves the sensitive attribute (an evaluator must count sensitive values).
-    pub sensitive: bool,
-    /// Its value for a node.
+    /// What it needs of the sensitive attribute.
+    pub sensitive: Sensitive,
+    /// When a requirement on it is monotone.
+    pub monotone: Monotone,
+    /// Its value for a node (NaN where it is not defined).
     pub value: fn(&NodeIndices) -> f64,
 }
 
+#[allow(clippy::too_many_arguments)]
+const fn info(
+    index: Index,
+    name: &'static str,
+    aliases: &'static [&'static str],
+    kind: Kind,
+    higher_is_better: bool,
+    objective: bool,
+    sensitive: Sensitive,
+    monotone: Monotone,
+    value: fn(&NodeIndices) -> f64,
+) -> IndexInfo {
+    IndexInfo {
+        index,
+        name,
+        aliases,
+        kind,
+        higher_is_better,
+        objective,
+        sensitive,
+        monotone,
+        value,
+    }
+}
+
+use Kind::{ClassReal, Count, HierarchyReal, Real};
+use Monotone::{Always, Never, WithoutSuppression};
+use Sensitive::{Counts, Distinct, No};
+
 /// The indices in output order.
-pub const INDICES: [IndexInfo; 11] = [
-    IndexInfo {
-        index: Index::Classes,
-        name: "classes",
-        aliases: &[],
-        kind: Kind::Count,
-        higher_is_better: true,
-        objective: false,
-        sensitive: false,
-        value: |x| x.classes as f64,
-    },
-    IndexInfo {
-        index: Index::K,
-        name: "k",
-        aliases: &[],
-        kind: Kind::Count,
-        higher_is_better: true,
-        objective: true,
-        sensitive: false,
-        value: |x| x.k as f64,
-    },
-    IndexInfo {
-        index: Index::MaxClass,
-        name: "max_class",
-        aliases: &[],
-        kind: Kind::Count,
-        higher_is_better: false,
-        objective: false,
-        sensitive: false,
-        value: |x| x.max_class as f64,
-    },
-    IndexInfo {
-        index: Index::L,
-        name: "l_distinct",
-        aliases: &["l"],
-        kind: Kind::Count,
-        higher_is_better: true,
-        objective: true,
-        sensitive: true,
-        value: |x| x.l_distinct as f64,
-    },
-    IndexInfo {
-        index: Index::LEntropy,
-        name: "l_entropy",
-        aliases: &[],
-        kind: Kind::Real,
-        higher_is_better: true,
-        objective: true,
-        sensitive: true,
-        value: |x| x.l_entropy,
-    },
-    IndexInfo {
-        index: Index::LProbabilistic,
-        name: "l_probabilistic",
-        aliases: &[],
-        kind: Kind::Real,
-        higher_is_better: true,
-        objective: false,
-        sensitive: true,
-        value: |x| x.l_probabilistic,
-    },
-    IndexInfo {
-        index: Index::Suppressed,
-        name: "suppressed",
-        aliases: &[],
-        kind: Kind::Count,
-        higher_is_better: false,
-        objective: false,
-        sensitive: false,
-        value: |x| x.suppressed as f64,
-    },
-    IndexInfo {
-        index: Index::Glm,
-        name: "glm",
-        aliases: &[],
-        kind: Kind::Real,
-        higher_is_better: false,
-        objective: true,
-        sensitive: false,
-        value: |x| x.glm,
-    },
-    IndexInfo {
-        index: Index::SK,
-        name: "s_k",
-        aliases: &["sk"],
-        kind: Kind::Count,
-        higher_is_better: true,
-        objective: true,
-        sensitive: false,
-        value: |x| x.s_k as f64,
-    },
-    IndexInfo {
-        index: Index::SL,
-        name: "s_l",
-        aliases: &["sl"],
-        kind: Kind::Count,
-        higher_is_better: true,
-        objective: true,
-        sensitive: true,
-        value: |x| x.s_l as f64,
-    },
-    IndexInfo {
-        index: Index::Cm,
-        name: "cm",
-        aliases: &[],
-        kind: Kind::ClassReal,
-        higher_is_better: false,
-        objective: true,
-        sensitive: false,
-        value: |x| x.cm.unwrap_or(f64::NAN),
-    },
+pub const INDICES: [IndexInfo; 24] = [
+    info(
+        Index::Classes,
+        "classes",
+        &[],
+        Count,
+        true,
+        false,
+        No,
+        Never,
+        |x| x.classes as f64,
+    ),
+    info(Index::K, "k", &[], Count, true, true, No, Always, |x| {
+        x.k as f64
+    }),
+    info(
+        Index::MaxClass,
+        "max_class",
+        &[],
+        Count,
+        false,
+        false,
+        No,
+        Never,
+        |x| x.max_class as f64,
+    ),
+    // SPEC §7 calls distinct l monotone under any suppression; it is not under the DBSEC rule
+    // (tests/optimal.rs has a counterexample), so a pruned search uses it only without suppression.
+    info(
+        Index::L,
+        "l_distinct",
+        &["l"],
+        Count,
+        true,
+        true,
+        Distinct,
+        WithoutSuppression,
+        |x| x.l_distinct as f64,
+    ),
+    info(
+        Index::LEntropy,
+        "l_entropy",
+        &[],
+        Real,
+        true,
+        true,
+        Counts,
+        WithoutSuppression,
+        |x| x.l_entropy,
+    ),
+    info(
+        Index::LProbabilistic,
+        "l_probabilistic",
+        &[],
+        Real,
+        true,
+        false,
+        Counts,
+        Never,
+        |x| x.l_probabilistic,
+    ),
+    info(
+        Index::TEqual,
+        "t_equal",
+        &["t"],
+        Real,
+        false,
+        true,
+        Counts,
+        WithoutSuppression,
+        |x| x.t_equal,
+    ),
+    info(
+        Index::TOrdered,
+        "t_ordered",
+        &[],
+        Real,
+        false,
+        true,
+        Counts,
+        WithoutSuppression,
+        |x| x.t_ordered,
+    ),
+    info(
+        Index::THierarchical,
+        "t_hierarchical",
+        &[],
+        HierarchyReal,
+        false,
+        true,
+        Counts,
+        WithoutSuppression,
+        |x| x.t_hierarchical.unwrap_or(f64::NAN),
+    ),
+    info(
+        Index::Beta,
+        "beta",
+        &["beta_likeness"],
+        Real,
+        false,
+        true,
+        Counts,
+        Never,
+        |x| x.beta,
+    ),
+    info(
+        Index::DeltaDisclosure,
+        "delta_disclosure",
+        &["delta"],
+        Real,
+        false,
+        true,
+        Counts,
+        Never,
+        |x| x.delta_disclosure,
+    ),
+    info(
+        Index::RiskProsecutor,
+        "risk_prosecutor",
+        &[],
+        Real,
+        false,
+        true,
+        No,
+        WithoutSuppression,
+        |x| {
+            if x.classes == 0 {
+                0.0
+            } else {
+                1.0 / x.k as f64
+            }
+        },
+    ),
+    info(
+        Index::RiskAverage,
+        "risk_average",
+        &[],
+        Real,
+        false,
+        true,
+        No,
+        WithoutSuppression,
+        |x| x.risk_average,
+    ),
+    info(
+        Index::Uniques,
+        "uniques",
+        &[],
+        Real,
+        false,
+        true,
+        No,
+        WithoutSuppression,
+        |x| x.uniques,
+    ),
+    info(
+        Index::Suppressed,
+        "suppressed",
+        &[],
+        Count,
+        false,
+        false,
+        No,
+        Never,
+        |x| x.suppressed as f64,
+    ),
+    info(Index::Glm, "glm", &[], Real, false, true, No, Never, |x| {
+        x.glm
+    }),
+    info(
+        Index::Discernibility,
+        "discernibility",
+        &["dm"],
+        Count,
+        false,
+        true,
+        No,
+        Never,
+        |x| x.s_k as f64,
+    ),
+    info(
+        Index::Aecs,
+        "aecs",
+        &[],
+        Real,
+        false,
+        true,
+        No,
+        Never,
+        |x| x.aecs,
+    ),
+    info(
+        Index::Precision,
+        "precision",
+        &[],
+        Real,
+        false,
+        true,
+        No,
+        Never,
+        |x| x.precision,
+    ),
+    info(
+        Index::Height,
+        "height",
+        &[],
+        Count,
+        false,
+        true,
+        No,
+        Never,
+        |x| x.node.iter().map(|&l| l as f64).sum(),
+    ),
+    info(
+        Index::NuEntropy,
+        "nu_entropy",
+        &[],
+        Real,
+        false,
+        true,
+        No,
+        Never,
+        |x| x.nu_entropy,
+    ),
+    info(
+        Index::SK,
+        "s_k",
+        &["sk"],
+        Count,
+        true,
+        true,
+        No,
+        Never,
+        |x| x.s_k as f64,
+    ),
+    info(
+        Index::SL,
+        "s_l",
+        &["sl"],
+        Count,
+        true,
+        true,
+        Counts,
+        Never,
+        |x| x.s_l as f64,
+    ),
+    info(
+        Index::Cm,
+        "cm",
+        &[],
+        ClassReal,
+        false,
+        true,
+        No,
+        Never,
+        |x| x.cm.unwrap_or(f64::NAN),
+    ),
 ];
 
 impl Index {
@@ -265,18 +543,18 @@ impl Index {
         self.info().higher_is_better
     }
 
-    /// Whether evaluating it needs the sensitive values' counts.
-    pub fn uses_sensitive(&self) -> bool {
+    /// What evaluating it needs of the sensitive attribute.
+    pub fn uses_sensitive(&self) -> Sensitive {
         self.info().sensitive
     }
 }
 
 /// Node indices as a record batch: one `UInt8` level column per QI (named after it), then every
-/// index of [`INDICES`] in order (`cm` only with a class attribute).
+/// index of [`INDICES`] in order (the optional ones only where `present` defines them).
 pub fn indices_batch(
     qi_names: &[&str],
     rows: &[NodeIndices],
-    with_cm: bool,
+    present: Present,
 ) -> Result<arrow::record_batch::RecordBatch, arrow::error::ArrowError> {
     use std::sync::Arc;
 
@@ -289,37 +567,35 @@ pub fn indices_batch(
             rows.iter().map(|x| x.node[d]),
         )));
     }
-    for info in INDICES
-        .iter()
-        .filter(|i| with_cm || i.kind != Kind::ClassReal)
-    {
+    for info in INDICES.iter().filter(|i| present.has(i.kind)) {
         let value = info.value;
         cols.push(match info.kind {
             Kind::Count => Arc::new(UInt64Array::from_iter_values(
                 rows.iter().map(|x| value(x) as u64),
             )),
             Kind::Real => Arc::new(Float64Array::from_iter_values(rows.iter().map(value))),
-            Kind::ClassReal => Arc::new(rows.iter().map(|x| x.cm).collect::<Float64Array>()),
+            Kind::ClassReal | Kind::HierarchyReal => Arc::new(
+                rows.iter()
+                    .map(|x| Some(value(x)).filter(|v| !v.is_nan()))
+                    .collect::<Float64Array>(),
+            ),
         });
     }
-    RecordBatch::try_new(indices_schema(qi_names, with_cm), cols)
+    RecordBatch::try_new(indices_schema(qi_names, present), cols)
 }
 
 /// The schema of [`indices_batch`].
-pub fn indices_schema(qi_names: &[&str], with_cm: bool) -> arrow::datatypes::SchemaRef {
+pub fn indices_schema(qi_names: &[&str], present: Present) -> arrow::datatypes::SchemaRef {
     use arrow::datatypes::{DataType, Field, Schema};
     let mut fields: Vec<Field> = qi_names
         .iter()
         .map(|n| Field::new(*n, DataType::UInt8, false))
         .collect();
-    for info in INDICES
-        .iter()
-        .filter(|i| with_cm || i.kind != Kind::ClassReal)
-    {
+    for info in INDICES.iter().filter(|i| present.has(i.kind)) {
         fields.push(match info.kind {
             Kind::Count => Field::new(info.name, DataType::UInt64, false),
             Kind::Real => Field::new(info.name, DataType::Float64, false),
-            Kind::ClassReal => Field::new(info.name, DataType::Float64, true),
+            Kind::ClassReal | Kind::HierarchyReal => Field::new(info.name, DataType::Float64, true),
         });
     }
     std::sync::Arc::new(Schema::new(fields))
@@ -338,8 +614,18 @@ mod tests {
             l_distinct: 2,
             l_entropy: 1.5,
             l_probabilistic: 1.25,
+            t_equal: 0.5,
+            t_ordered: 0.25,
+            t_hierarchical: Some(0.125),
+            beta: 2.0,
+            delta_disclosure: 1.75,
+            risk_average: 0.1,
+            uniques: 0.0625,
             suppressed: 5,
             glm: 7.5,
+            aecs: 6.5,
+            precision: 0.375,
+            nu_entropy: 11.0,
             s_k: 100,
             s_l: 60,
             cm: Some(0.25),
@@ -350,7 +636,11 @@ mod tests {
     #[test]
     fn every_index_parses_from_its_names_and_reads_its_field() {
         let ix = sample();
-        let expected = [3.0, 4.0, 9.0, 2.0, 1.5, 1.25, 5.0, 7.5, 100.0, 60.0, 0.25];
+        let expected = [
+            3.0, 4.0, 9.0, 2.0, 1.5, 1.25, 0.5, 0.25, 0.125, 2.0, 1.75, 0.25, 0.1, 0.0625, 5.0,
+            7.5, 100.0, 6.5, 0.375, 3.0, 11.0, 100.0, 60.0, 0.25,
+        ];
+        assert_eq!(expected.len(), INDICES.len());
         for (info, want) in INDICES.iter().zip(expected) {
             assert_eq!(Index::parse_as(info.name, "x").unwrap(), info.index);
             for a in info.aliases {
@@ -363,16 +653,23 @@ mod tests {
         assert!(Index::parse_as("zzz", "x").is_err());
         let mut none = ix.clone();
         none.cm = None;
+        none.t_hierarchical = None;
         assert!(
-            Index::Cm.of(&none).is_nan(),
-            "a missing cm is NaN everywhere"
+            Index::Cm.of(&none).is_nan() && Index::THierarchical.of(&none).is_nan(),
+            "a missing cm or t_hierarchical is NaN everywhere"
         );
     }
 
     #[test]
     fn the_schema_and_the_batch_follow_the_index_list() {
-        for with_cm in [false, true] {
-            let batch = indices_batch(&["a", "b"], &[sample()], with_cm).unwrap();
+        for (class, sensitive_hierarchy) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
+            let present = Present {
+                class,
+                sensitive_hierarchy,
+            };
+            let batch = indices_batch(&["a", "b"], &[sample()], present).unwrap();
             let names: Vec<String> = batch
                 .schema()
                 .fields()
@@ -383,7 +680,7 @@ mod tests {
             expected.extend(
                 INDICES
                     .iter()
-                    .filter(|i| with_cm || i.kind != Kind::ClassReal)
+                    .filter(|i| present.has(i.kind))
                     .map(|i| i.name.to_string()),
             );
             assert_eq!(names, expected);

@@ -1,5 +1,6 @@
 //! Per-tuple property vectors of a node (DBSEC Definition 1): class size, count of the tuple's
-//! sensitive value in its class, GLM loss and CM penalty, in input row order.
+//! sensitive value in its class, GLM loss, re-identification risk and CM penalty, in input row
+//! order.
 
 use roaring::RoaringBitmap;
 
@@ -17,6 +18,8 @@ pub struct PropertyVectors {
     pub p_sens: Vec<u64>,
     /// Per-tuple GLM loss (1 per QI when suppressed).
     pub p_glm: Vec<f64>,
+    /// Per-tuple re-identification risk: 1 / class size (0 when suppressed).
+    pub p_risk: Vec<f64>,
     /// Per-tuple CM penalty (with a class attribute).
     pub p_cm: Option<Vec<u8>>,
 }
@@ -78,6 +81,7 @@ impl Evaluator {
             p_equiv: Vec::with_capacity(n),
             p_sens: Vec::with_capacity(n),
             p_glm: Vec::with_capacity(n),
+            p_risk: Vec::with_capacity(n),
             p_cm: None,
         };
         let sens_codes = ds.sensitive.codes.values();
@@ -88,11 +92,13 @@ impl Evaluator {
                 v.p_equiv.push(n as u64);
                 v.p_sens.push(ds.sensitive.counts[value as usize]);
                 v.p_glm.push(qis);
+                v.p_risk.push(0.0);
             } else {
                 let count = runs[c].count_of(value) as u64;
                 v.p_equiv.push(sizes[c]);
                 v.p_sens.push(count);
                 v.p_glm.push(losses[c]);
+                v.p_risk.push(1.0 / sizes[c] as f64);
             }
         }
         if let (Some(labels), Some(class_attr)) = (&tables.labels, &ds.class) {

@@ -40,9 +40,45 @@ pub struct ReleaseCheck {
     pub l_probabilistic: f64,
     /// GLM, with every suppressed row losing 1 per QI.
     pub glm: f64,
+    /// Σ class size², over the release's classes.
+    pub sum_size_sq: u64,
+    /// Released rows alone in their class.
+    pub unique_rows: u64,
+    /// Input tuples N (the release's rows when checked without the input).
+    pub tuples: u64,
+    /// Precision of the node (NaN without the input).
+    pub precision: f64,
+    /// The largest distances of a class's sensitive distribution from the input's (without the
+    /// input: none).
+    #[serde(skip)]
+    pub distances: Option<crate::distribution::Distances>,
     /// Every (class as group codes of the node's levels, sensitive value) with its count.
     #[serde(skip)]
     pub cells: Vec<(Vec<u32>, String, u64)>,
+}
+
+impl ReleaseCheck {
+    /// A check of one class holding one row, with or without its input: which indices a release
+    /// determines does not depend on its values.
+    pub fn probe(with_input: bool) -> Self {
+        ReleaseCheck {
+            node: if with_input { vec![0] } else { Vec::new() },
+            rows: 1,
+            suppressed: 0,
+            classes: 1,
+            k: 1,
+            l_distinct: 1,
+            l_entropy: 1.0,
+            l_probabilistic: 1.0,
+            glm: 0.0,
+            sum_size_sq: 1,
+            unique_rows: 1,
+            tuples: 1,
+            precision: 0.0,
+            distances: Some(crate::distribution::Distances::zero(true)),
+            cells: Vec::new(),
+        }
+    }
 }
 
 /// The columns a release of `dataset` must have: the input's, less its identifiers.
@@ -126,7 +162,8 @@ fn candidate_levels(
 }
 
 /// The recomputed indices of a release whose QI values are labels at `levels`.
-fn check_at(dataset: &Dataset, counts: &Combinations, levels: &[u8]) -> ReleaseCheck {
+fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseCheck {
+    let dataset = ev.dataset();
     let q = dataset.qis.len();
     let mut loss_of_id: Vec<Vec<f64>> = Vec::with_capacity(q);
     let mut group_of_id: Vec<Vec<u32>> = Vec::with_capacity(q);
@@ -185,6 +222,34 @@ fn check_at(dataset: &Dataset, counts: &Combinations, levels: &[u8]) -> ReleaseC
     let suppressed = dataset.num_tuples().saturating_sub(counts.tuples);
     glm += suppressed as f64 * q as f64;
     let (k, l_distinct, l_entropy, l_probabilistic) = class_indices(classes.values());
+    // The distances, from the release's values matched to the input's by text.
+    let code: HashMap<&str, u32> = dataset
+        .sensitive
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.as_str(), i as u32))
+        .collect();
+    let model = ev.sensitive_model();
+    let mut distances = Some(crate::distribution::Distances::zero(model.has_hierarchy()));
+    for hist in classes.values() {
+        let size: u64 = hist.values().sum();
+        let cells: Option<Vec<(u32, u64)>> = hist
+            .iter()
+            .map(|(&v, &c)| {
+                code.get(counts.columns[q].values[v as usize].as_str())
+                    .map(|&x| (x, c))
+            })
+            .collect();
+        // A value the input does not hold fails the cell comparison of `confirm`.
+        distances = match (distances, cells) {
+            (Some(d), Some(cells)) => Some(d.max(model.class(cells.into_iter(), size))),
+            _ => None,
+        };
+    }
+    let sizes = classes.values().map(|h| h.values().sum::<u64>());
+    let (sum_size_sq, unique_rows) =
+        sizes.fold((0, 0), |(sq, u), n| (sq + n * n, u + u64::from(n == 1)));
     ReleaseCheck {
         node: levels.to_vec(),
         rows: counts.tuples,
@@ -195,6 +260,11 @@ fn check_at(dataset: &Dataset, counts: &Combinations, levels: &[u8]) -> ReleaseC
         l_entropy,
         l_probabilistic,
         glm,
+        sum_size_sq,
+        unique_rows,
+        tuples: dataset.num_tuples(),
+        precision: crate::loss::precision(levels, &dataset.heights(), counts.tuples, suppressed),
+        distances,
         cells: merged,
     }
 }
@@ -273,7 +343,7 @@ pub async fn verify_release(
     }
     let mut first_error = None;
     for n in &nodes {
-        let check = check_at(dataset, &counts, n);
+        let check = check_at(ev, &counts, n);
         let expected = ev.evaluate(n)?;
         match confirm(ev, &check, &expected, release) {
             Ok(()) => {
@@ -363,11 +433,24 @@ pub fn confirm(
             wrong.push(format!("{name} = {got} in the file, {want} by the engine"));
         }
     }
+    let d = check
+        .distances
+        .unwrap_or(crate::distribution::Distances::UNKNOWN);
     for (name, got, want) in [
         ("glm", check.glm, expected.glm),
         ("l_entropy", check.l_entropy, expected.l_entropy),
+        ("t_equal", d.t_equal, expected.t_equal),
+        ("t_ordered", d.t_ordered, expected.t_ordered),
+        ("beta", d.beta, expected.beta),
+        ("delta_disclosure", d.delta, expected.delta_disclosure),
+        (
+            "t_hierarchical",
+            d.t_hierarchical,
+            expected.t_hierarchical.unwrap_or(f64::NAN),
+        ),
     ] {
-        if !close(got, want) {
+        // NaN on both sides: not defined for this profile.
+        if !close(got, want) && !(got.is_nan() && want.is_nan()) {
             wrong.push(format!("{name} = {got} in the file, {want} by the engine"));
         }
     }
@@ -480,6 +563,9 @@ pub async fn check_release_alone(
             .or_default() += counts.weight(item);
     }
     let (k, l_distinct, l_entropy, l_probabilistic) = class_indices(classes.values());
+    let sizes = classes.values().map(|h| h.values().sum::<u64>());
+    let (sum_size_sq, unique_rows) =
+        sizes.fold((0, 0), |(sq, u), n| (sq + n * n, u + u64::from(n == 1)));
     Ok(ReleaseCheck {
         node: Vec::new(),
         rows: counts.tuples,
@@ -490,6 +576,11 @@ pub async fn check_release_alone(
         l_entropy,
         l_probabilistic,
         glm: f64::NAN,
+        sum_size_sq,
+        unique_rows,
+        tuples: counts.tuples,
+        precision: f64::NAN,
+        distances: None,
         cells: Vec::new(),
     })
 }

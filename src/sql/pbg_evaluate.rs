@@ -33,11 +33,11 @@ impl PbgEvaluateFunc {
 impl TableFunctionImpl for PbgEvaluateFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let (ev, node) = profile_and_node(&self.registry, NAME, &args, false)?;
-        let with_cm = ev.dataset().class.is_some();
-        let schema = indices_schema(&ev.qi_names(), with_cm);
+        let present = crate::indices::Present::of(ev.dataset());
+        let schema = indices_schema(&ev.qi_names(), present);
         let produce: Arc<Producer> = Arc::new(move |size, sink| {
             let ix = ev.evaluate(&node).map_err(|e| exec(NAME, e))?;
-            emit_sliced(&indices_batch(&ev.qi_names(), &[ix], with_cm)?, size, sink);
+            emit_sliced(&indices_batch(&ev.qi_names(), &[ix], present)?, size, sink);
             Ok(())
         });
         lazy_table(schema, produce)

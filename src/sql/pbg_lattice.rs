@@ -38,13 +38,13 @@ impl TableFunctionImpl for PbgLatticeFunc {
             &string_arg(NAME, exprs, 0, "the profile")?,
             args.session(),
         )?;
-        let with_cm = ev.dataset().class.is_some();
-        let schema = indices_schema(&ev.qi_names(), with_cm);
+        let present = crate::indices::Present::of(ev.dataset());
+        let schema = indices_schema(&ev.qi_names(), present);
         let produce: Arc<Producer> = Arc::new(move |size, sink| {
             let all = ev.evaluate_lattice(&|| {}).map_err(|e| exec(NAME, e))?;
             // Arrow arrays are built one batch at a time from the (compact) indices.
             for chunk in all.chunks(size.max(1)) {
-                if !sink(indices_batch(&ev.qi_names(), chunk, with_cm)?) {
+                if !sink(indices_batch(&ev.qi_names(), chunk, present)?) {
                     break;
                 }
             }

@@ -1,5 +1,5 @@
 //! `pbg_vectors('profile', 'L1,L2,..')`: one row per input tuple, in input order: `row_id`,
-//! `p_equiv`, `p_sens`, `p_glm` (and `p_cm` with a class attribute), streamed in batches.
+//! `p_equiv`, `p_sens`, `p_glm`, `p_risk` (and `p_cm` with a class attribute), streamed in batches.
 //!
 //! ```sql
 //! SELECT p_equiv, count(*) FROM pbg_vectors('adult', '1,1,1,1,1,1,1,1') GROUP BY p_equiv ORDER BY 1;
@@ -40,6 +40,7 @@ impl TableFunctionImpl for PbgVectorsFunc {
             Field::new("p_equiv", DataType::UInt64, false),
             Field::new("p_sens", DataType::UInt64, false),
             Field::new("p_glm", DataType::Float64, false),
+            Field::new("p_risk", DataType::Float64, false),
         ];
         if with_cm {
             fields.push(Field::new("p_cm", DataType::UInt8, false));
@@ -57,6 +58,7 @@ impl TableFunctionImpl for PbgVectorsFunc {
                     Arc::new(UInt64Array::from(v.p_equiv[start..end].to_vec())),
                     Arc::new(UInt64Array::from(v.p_sens[start..end].to_vec())),
                     Arc::new(Float64Array::from(v.p_glm[start..end].to_vec())),
+                    Arc::new(Float64Array::from(v.p_risk[start..end].to_vec())),
                 ];
                 if let Some(cm) = &v.p_cm {
                     cols.push(Arc::new(UInt8Array::from(cm[start..end].to_vec())));

@@ -67,8 +67,9 @@ impl TableFunctionImpl for PbgVerifyFunc {
         for r in &require {
             let Some(value) = r.measure.of_check(&check) else {
                 return plan_err!(
-                    "{NAME}: requirement `{}` cannot be recomputed from a release (use k, l, l_entropy, l_probabilistic, suppressed, classes, glm)",
-                    r.text()
+                    "{NAME}: requirement `{}` cannot be recomputed from a release (use {})",
+                    r.text(),
+                    crate::policy::Measure::checkable(true)
                 );
             };
             if !r.holds(value) {

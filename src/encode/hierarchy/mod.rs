@@ -44,6 +44,8 @@ pub struct Hierarchy {
     leaves: Vec<String>,
     leaf_index: HashMap<String, u32>,
     levels: Vec<Level>,
+    /// Position of every leaf code in the rows the hierarchy was given (before the canonical sort).
+    file_rank: Vec<u32>,
 }
 
 /// How GLM measures a group's loss.
@@ -163,7 +165,13 @@ impl Hierarchy {
         });
         if order.iter().enumerate().any(|(i, &r)| i != r) {
             let sorted: Vec<Vec<String>> = order.iter().map(|&r| rows[r].clone()).collect();
-            return Self::from_rows(column, source, &sorted, loss);
+            let mut h = Self::from_rows(column, source, &sorted, loss)?;
+            for (r, row) in rows.iter().enumerate() {
+                if let Some(code) = h.leaf_code(&row[0]) {
+                    h.file_rank[code as usize] = r as u32;
+                }
+            }
+            return Ok(h);
         }
         let top = &levels[width - 1];
         if top.labels.len() != 1 {
@@ -197,6 +205,7 @@ impl Hierarchy {
             leaves,
             leaf_index,
             levels,
+            file_rank: (0..n_leaves as u32).collect(),
         })
     }
 
@@ -228,6 +237,11 @@ impl Hierarchy {
     /// Leaf code of a value's text form.
     pub fn leaf_code(&self, value: &str) -> Option<u32> {
         self.leaf_index.get(value).copied()
+    }
+
+    /// Position of a leaf in the rows the hierarchy was declared with (its file's order).
+    pub fn file_rank(&self, leaf: u32) -> u32 {
+        self.file_rank[leaf as usize]
     }
 
     /// Level `l` (0 = leaves).
