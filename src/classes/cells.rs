@@ -44,6 +44,14 @@ enum ClassCounts<'a> {
 }
 
 impl<'a> ClassCells<'a> {
+    /// The class's histogram indexed by value code (trailing lanes zero), when the table is dense.
+    pub fn histogram(&self) -> Option<&'a [u32]> {
+        match self.counts {
+            ClassCounts::Dense(h) => Some(h),
+            ClassCounts::Sparse(_) => None,
+        }
+    }
+
     /// The class's cells (values present, with their counts) in ascending value order.
     pub fn cells(&self) -> impl Iterator<Item = Cell> + 'a {
         let (sparse, dense): (&'a [Cell], &'a [u32]) = match self.counts {
@@ -400,6 +408,28 @@ impl CellTable {
         match &self.0 {
             Repr::Sparse(t) => t.class_size(i),
             Repr::Dense(t) => t.class_size(i),
+        }
+    }
+
+    /// The values of class `i` as a bit set (value `v` in bit `v`), for dense tables (at most 16
+    /// values).
+    #[inline]
+    pub fn value_set(&self, i: usize) -> Option<u32> {
+        match &self.0 {
+            Repr::Sparse(_) => None,
+            Repr::Dense(t) => Some(t.value_set(i)),
+        }
+    }
+
+    /// The only value code of class `i`, if it holds one value (tables with per-value counts).
+    #[inline]
+    pub fn single_value(&self, i: usize) -> Option<u32> {
+        match &self.0 {
+            Repr::Sparse(t) => match t.class(i).2 {
+                [only] => Some(only.value),
+                _ => None,
+            },
+            Repr::Dense(t) => t.single_value(i),
         }
     }
 

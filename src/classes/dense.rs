@@ -118,6 +118,19 @@ impl DenseTable {
         )
     }
 
+    /// The values of class `i` as a bit set (value `v` in bit `v`).
+    #[inline]
+    pub(crate) fn value_set(&self, i: usize) -> u32 {
+        self.classes[i].values
+    }
+
+    /// The only value of class `i`, if it holds one value.
+    #[inline]
+    pub(crate) fn single_value(&self, i: usize) -> Option<u32> {
+        let set = self.classes[i].values;
+        set.is_power_of_two().then(|| set.trailing_zeros())
+    }
+
     /// (size, distinct values) of every class in key order.
     pub(crate) fn sizes(&self) -> DenseSizes<'_> {
         DenseSizes(self.classes.iter())

@@ -98,7 +98,7 @@ impl Evaluator {
         let distances = counts && released.classes > 0;
         // Suppressed tuples count their value's frequency in the whole table in S_l.
         let shape = if shape_needed || distances || j > 0 {
-            self.shape_pass(node, sens, j, shape_needed, distances)
+            self.shape_pass(node, sens, j, shape_needed, distances, released.max_size)
         } else {
             Shape::EMPTY
         };
@@ -216,30 +216,45 @@ impl Evaluator {
         j: u64,
         shape: bool,
         distances: bool,
+        max_class: u64,
     ) -> Shape {
         let qis = self.dataset.qis.len() as f64;
         let totals = &self.dataset.sensitive.counts;
         let mut out = Shape::EMPTY;
-        out.distances = Distances::zero(self.model.has_hierarchy());
         let losses = self.node_losses(node);
         let keys = self.node_keys(node);
         let dqis = &self.dataset.qis;
+        let mut scratch = crate::distribution::DistanceScratch::default();
+        let mut dist = crate::distribution::DistanceMax::new();
+        let mut singles = crate::distribution::SingleValues::default();
+        let mut multi: Vec<u32> = Vec::new();
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
             if size > j && !shape && !distances {
                 continue;
             }
+            if size > j && distances && !shape {
+                if let Some(v) = sens.single_value(i) {
+                    singles.mark(v);
+                    continue;
+                }
+                if sens.value_set(i).is_some() {
+                    // Measured after the single-value classes, which usually bound them.
+                    multi.push(i as u32);
+                    continue;
+                }
+            }
             let class = sens.class(i);
             if size <= j {
-                out.glm_suppressed +=
-                    size as f64 * (qis - self.class_loss(&keys, node, &losses, class.key));
-                let extra: f64 = (0..node.len())
-                    .map(|d| {
-                        let g = keys.code(dqis, node, class.key, d);
-                        self.nu.suppressed_extra(d, node[d], g)
-                    })
-                    .sum();
-                out.nu_suppressed += size as f64 * extra;
+                // One read of each QI's group gives both losses of suppressing the class.
+                let (mut glm, mut nu) = (0.0, 0.0);
+                for (d, l) in losses.iter().enumerate() {
+                    let g = keys.code(dqis, node, class.key, d);
+                    glm += l[g as usize];
+                    nu += self.nu.suppressed_extra(d, node[d], g);
+                }
+                out.glm_suppressed += size as f64 * (qis - glm);
+                out.nu_suppressed += size as f64 * nu;
                 if !sens.is_mask() {
                     // Suppressed: count the value's frequency in the table instead of the class.
                     for c in class.cells() {
@@ -251,10 +266,13 @@ impl Evaluator {
                 continue;
             }
             if distances {
-                let d = self
-                    .model
-                    .class(class.cells().map(|c| (c.value, c.count as u64)), size);
-                out.distances = out.distances.max(d);
+                match class.histogram() {
+                    Some(h) => self.model.add_histogram(&mut dist, h, size, &mut scratch),
+                    None => {
+                        let cells = class.cells().map(|c| (c.value, c.count as u64));
+                        self.model.add_class(&mut dist, cells, size, &mut scratch);
+                    }
+                }
             }
             if shape {
                 let mut sum_clnc = 0.0;
@@ -276,6 +294,27 @@ impl Evaluator {
                 out.min_prob = out.min_prob.min(size as f64 / most as f64);
             }
         }
+        singles.drain_into(&self.model, &mut dist);
+        if self.model.settled(&dist, max_class) {
+            multi.clear();
+        }
+        let (dominated, small) = self.model.dominated(&dist);
+        for &i in &multi {
+            let i = i as usize;
+            let size = sens.class_size(i);
+            let set = sens.value_set(i).unwrap_or(u32::MAX);
+            if set & !dominated == 0 && size <= small {
+                continue;
+            }
+            if self.model.cannot_change(&dist, set, size) {
+                continue;
+            }
+
+            if let Some(h) = sens.class(i).histogram() {
+                self.model.add_histogram(&mut dist, h, size, &mut scratch);
+            }
+        }
+        out.distances = dist.finish(&self.model);
         out
     }
 }

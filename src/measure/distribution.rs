@@ -78,15 +78,159 @@ struct Tree {
 pub struct SensitiveModel {
     /// p(v) by value code.
     p: Vec<f64>,
-    /// ln p(v).
-    ln_p: Vec<f64>,
+    /// 1 / p(v).
+    inv_p: Vec<f64>,
+    /// Tuples holding each value code (N p(v)), and N.
+    counts: Vec<u64>,
+    total: u64,
+    /// Σ_{j ≤ i} N p(v_j) by rank (N P(i)).
+    cum_counts: Vec<u64>,
+    /// Σ_{j < i} cum_counts(j), i in 0..=M.
+    cum_counts_prefix: Vec<u128>,
+    /// The largest class size whose sums over the M values fit 64-bit integers.
+    exact_below: u64,
     /// Position of each value code in the order of `t_ordered`.
     rank: Vec<u32>,
+    /// The value codes in that order, when it is not the codes' own.
+    order: Option<Vec<u32>>,
     /// P(i) = Σ_{j ≤ i} p(v_j) by rank.
     cum: Vec<f64>,
     /// Σ_{j < i} P(j), i in 0..=M.
     cum_prefix: Vec<f64>,
     tree: Option<Tree>,
+    /// The EMDs (equal, ordered, hierarchical) of a class holding one value only, by value code:
+    /// such classes are most of a fine node's, and need no pass then.
+    single: Vec<[f64; 3]>,
+    /// What no class can exceed.
+    cap: Cap,
+}
+
+/// The largest values any class can reach: the single-value EMDs' maxima, the largest ratio
+/// N / count(v), and the largest p(v).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cap {
+    emd: [f64; 3],
+    max_ratio: f64,
+    p_max: f64,
+}
+
+/// The largest distances over the classes of a node, accumulated class by class: β and δ keep
+/// the extreme ratios p_E(s) / p(s) and take their logarithm once per node.
+#[derive(Debug, Clone, Copy)]
+pub struct DistanceMax {
+    emd: [f64; 3],
+    max_ratio: f64,
+    min_ratio: f64,
+    classes: u64,
+}
+
+impl DistanceMax {
+    /// No class yet.
+    pub fn new() -> Self {
+        DistanceMax {
+            emd: [0.0; 3],
+            max_ratio: 0.0,
+            min_ratio: f64::INFINITY,
+            classes: 0,
+        }
+    }
+
+    /// The distances of the classes added (every one 0 without a class).
+    pub fn finish(&self, model: &SensitiveModel) -> Distances {
+        let hierarchical = model.has_hierarchy();
+        if self.classes == 0 {
+            return Distances::zero(hierarchical);
+        }
+        Distances {
+            t_equal: self.emd[0],
+            t_ordered: self.emd[1],
+            t_hierarchical: if hierarchical { self.emd[2] } else { f64::NAN },
+            beta: (self.max_ratio - 1.0).max(0.0),
+            delta: self.max_ratio.ln().max(-self.min_ratio.ln()).max(0.0),
+        }
+    }
+}
+
+impl Default for DistanceMax {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The largest and smallest p_E(v) / p(v) = c N / (n N p(v)) of a class, compared exactly as
+/// fractions c / count(v).
+#[derive(Debug, Clone, Copy)]
+struct Ratios {
+    high: (u64, u64),
+    low: (u64, u64),
+}
+
+impl Ratios {
+    fn new() -> Self {
+        Ratios {
+            high: (0, 1),
+            low: (1, 0),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.high.0 == 0
+    }
+
+    /// Adds a value held `c` times in the class and `count` times in the input.
+    #[inline]
+    fn add(&mut self, c: u64, count: u64) {
+        // c / count > h / k  ⇔  c k > h count (each product below 2^64: counts are u32).
+        if c * self.high.1 > self.high.0 * count {
+            self.high = (c, count);
+        }
+        if c * self.low.1 < self.low.0 * count {
+            self.low = (c, count);
+        }
+    }
+
+    /// The two ratios of a class of `n` tuples in an input of `total`.
+    fn values(&self, n: u64, total: u64) -> (f64, f64) {
+        let q = |(c, count): (u64, u64)| (c as f64 * total as f64) / (n as f64 * count as f64);
+        (q(self.high), q(self.low))
+    }
+}
+
+/// The values of a node's classes that hold a single value, gathered as a bit set so that each
+/// class costs one bit and each value's precomputed distances are added once per node.
+#[derive(Debug, Default)]
+pub struct SingleValues {
+    bits: Vec<u64>,
+    any: bool,
+}
+
+impl SingleValues {
+    /// Marks value code `v`.
+    #[inline]
+    pub fn mark(&mut self, v: u32) {
+        let (w, b) = (v as usize / 64, v % 64);
+        if w >= self.bits.len() {
+            self.bits.resize(w + 1, 0);
+        }
+        self.bits[w] |= 1 << b;
+        self.any = true;
+    }
+
+    /// Adds the marked values' classes to `acc` and clears the set.
+    pub fn drain_into(&mut self, model: &SensitiveModel, acc: &mut DistanceMax) {
+        if !self.any {
+            return;
+        }
+        for (w, word) in self.bits.iter_mut().enumerate() {
+            let mut x = std::mem::take(word);
+            while x != 0 {
+                let v = w as u32 * 64 + x.trailing_zeros();
+                model.add_single(acc, v);
+                x &= x - 1;
+            }
+        }
+        self.any = false;
+    }
 }
 
 /// How a value domain is ordered for `t_ordered` (SPEC §7).
@@ -108,7 +252,7 @@ impl SensitiveModel {
         let total: u64 = counts.iter().sum();
         let n = total.max(1) as f64;
         let p: Vec<f64> = counts.iter().map(|&c| c as f64 / n).collect();
-        let ln_p = p.iter().map(|x| x.ln()).collect();
+        let inv_p = p.iter().map(|x| 1.0 / x).collect();
         let (order, _) = Self::order(labels, hierarchy);
         let mut rank = vec![0u32; labels.len()];
         for (r, &v) in order.iter().enumerate() {
@@ -149,14 +293,58 @@ impl SensitiveModel {
                 mass,
             }
         });
-        SensitiveModel {
+        let identity = order.iter().enumerate().all(|(i, &v)| i == v as usize);
+        let mut cum_counts = Vec::with_capacity(order.len());
+        let mut acc = 0u64;
+        for &v in &order {
+            acc += counts[v as usize];
+            cum_counts.push(acc);
+        }
+        // Σ_i |cum_E(i) N − n cum(i)| ≤ 2 M n N must stay below 2^64.
+        let exact_below = (u64::MAX as u128
+            / (2 * labels.len().max(1) as u128 * total.max(1) as u128))
+            .min(u64::MAX as u128) as u64;
+        let mut cum_counts_prefix = Vec::with_capacity(cum_counts.len() + 1);
+        cum_counts_prefix.push(0u128);
+        for &c in &cum_counts {
+            cum_counts_prefix.push(cum_counts_prefix.last().copied().unwrap_or(0) + c as u128);
+        }
+        let mut model = SensitiveModel {
             p,
-            ln_p,
+            inv_p,
+            counts: counts.to_vec(),
+            total,
+            cum_counts,
+            cum_counts_prefix,
+            exact_below,
             rank,
+            order: (!identity).then_some(order),
             cum,
             cum_prefix,
             tree,
+            single: Vec::new(),
+            cap: Cap::default(),
+        };
+        let mut scratch = DistanceScratch::default();
+        model.single = (0..labels.len() as u32)
+            .map(|v| {
+                let mut acc = DistanceMax::new();
+                model.add_cells(&mut acc, [(v, 1)].into_iter(), 1, &mut scratch);
+                acc.emd
+            })
+            .collect();
+        let mut cap = Cap::default();
+        for (v, e) in model.single.iter().enumerate() {
+            for (c, x) in cap.emd.iter_mut().zip(e) {
+                *c = c.max(*x);
+            }
+            cap.max_ratio = cap
+                .max_ratio
+                .max(model.total as f64 / model.counts[v] as f64);
+            cap.p_max = cap.p_max.max(model.p[v]);
         }
+        model.cap = cap;
+        model
     }
 
     /// The value codes in the order of `t_ordered`, and which order it is.
@@ -194,31 +382,274 @@ impl SensitiveModel {
     /// The distances of one class of `size` tuples holding `cells` (value code, count), each
     /// value at most once, in any order.
     pub fn class(&self, cells: impl Iterator<Item = (u32, u64)>, size: u64) -> Distances {
-        SCRATCH.with_borrow_mut(|s| self.class_with(cells, size, s))
+        let mut acc = DistanceMax::new();
+        SCRATCH.with_borrow_mut(|s| self.add_class(&mut acc, cells, size, s));
+        acc.finish(self)
     }
 
-    fn class_with(
+    /// Adds one class of `size` tuples holding `cells` to `acc`, with the caller's buffers (a
+    /// pass over many classes borrows them once).
+    #[inline]
+    pub fn add_class(
         &self,
+        acc: &mut DistanceMax,
+        mut cells: impl Iterator<Item = (u32, u64)>,
+        size: u64,
+        s: &mut DistanceScratch,
+    ) {
+        let Some((v, c)) = cells.next() else {
+            return;
+        };
+        if c == size {
+            return self.add_single(acc, v);
+        }
+        self.add_cells(acc, std::iter::once((v, c)).chain(cells), size, s);
+    }
+
+    /// Whether no class of at most `max_class` tuples can change what `acc` will give: every EMD
+    /// is at its largest over single values (no class is farther than its farthest value), the
+    /// largest ratio is N / (the rarest value's count), and no ratio can fall below
+    /// 1 / (max_class p_max), whose logarithm the largest ratio's already exceeds.
+    pub fn settled(&self, acc: &DistanceMax, max_class: u64) -> bool {
+        acc.emd.iter().zip(&self.cap.emd).all(|(a, c)| a >= c)
+            && acc.max_ratio >= self.cap.max_ratio
+            && acc.max_ratio * (1.0 - 1e-9) >= max_class as f64 * self.cap.p_max
+    }
+
+    /// A quick form of [`Self::cannot_change`] for one node: the bit set of the values (codes
+    /// below 32) whose single-value EMDs and ratio `acc` already reaches, and the class size up to
+    /// which no ratio of a class can fall low enough to matter. A class holding only such values
+    /// and no larger cannot change `acc`.
+    pub fn dominated(&self, acc: &DistanceMax) -> (u32, u64) {
+        let mut set = 0u32;
+        for (v, e) in self.single.iter().enumerate().take(32) {
+            let ratio = self.total as f64 / self.counts[v] as f64;
+            if e.iter().zip(&acc.emd).all(|(a, b)| a <= b) && ratio * (1.0 + 1e-9) <= acc.max_ratio
+            {
+                set |= 1 << v;
+            }
+        }
+        // low · max_ratio ≥ 1 with low ≥ 1 / (n p_max).
+        let n_ok = (acc.max_ratio / self.cap.p_max * (1.0 - 1e-9)).floor();
+        (set, if n_ok >= 1.0 { n_ok as u64 } else { 0 })
+    }
+
+    /// Whether a class of `size` tuples holding the values in bit set `values` cannot change
+    /// what `acc` will give: each EMD is convex in p_E, so it is at most the largest of its values'
+    /// single-value EMDs; p_E(v) / p(v) lies between 1 / (n p(v)) and (n − |S| + 1) / (n p(v)).
+    #[inline]
+    pub fn cannot_change(&self, acc: &DistanceMax, values: u32, size: u64) -> bool {
+        let (mut emd, mut max_inv, mut min_inv) = ([0.0f64; 3], 0.0f64, f64::INFINITY);
+        let mut x = values;
+        while x != 0 {
+            let v = x.trailing_zeros() as usize;
+            for (a, b) in emd.iter_mut().zip(&self.single[v]) {
+                *a = a.max(*b);
+            }
+            max_inv = max_inv.max(self.inv_p[v]);
+            min_inv = min_inv.min(self.inv_p[v]);
+            x &= x - 1;
+        }
+        let n = size as f64;
+        // A relative slack covers the rounding of these bounds against the exact ratios.
+        let high = max_inv * (n - values.count_ones() as f64 + 1.0) / n * (1.0 + 1e-9);
+        let low = min_inv / n * (1.0 - 1e-9);
+        emd.iter().zip(&acc.emd).all(|(a, b)| a <= b)
+            && high <= acc.max_ratio
+            && (low >= acc.min_ratio || low * acc.max_ratio >= 1.0)
+    }
+
+    /// Adds a class holding value `v` only: its precomputed EMDs, and p_E(v) = 1.
+    #[inline]
+    pub fn add_single(&self, acc: &mut DistanceMax, v: u32) {
+        acc.classes += 1;
+        let e = &self.single[v as usize];
+        for (a, b) in acc.emd.iter_mut().zip(e) {
+            *a = a.max(*b);
+        }
+        // p_E(v) = 1: the ratio N / count(v), rounded as the general path rounds it.
+        let ratio = self.total as f64 / self.counts[v as usize] as f64;
+        acc.max_ratio = acc.max_ratio.max(ratio);
+        acc.min_ratio = acc.min_ratio.min(ratio);
+    }
+
+    /// [`Self::add_class`] for a class given as its histogram `h` indexed by value code (at least
+    /// M entries, the extra ones zero): branch-free passes over the M values, the ordered EMD from
+    /// an integer prefix sum.
+    #[inline]
+    pub fn add_histogram(
+        &self,
+        acc: &mut DistanceMax,
+        h: &[u32],
+        size: u64,
+        s: &mut DistanceScratch,
+    ) {
+        let m = self.p.len();
+        let h = &h[..m];
+        if self.tree.is_some() {
+            let cells = h
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(v, &c)| (v as u32, c as u64));
+            return self.add_class(acc, cells, size, s);
+        }
+        if size >= self.exact_below {
+            let cells = h
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(v, &c)| (v as u32, c as u64));
+            return self.add_class(acc, cells, size, s);
+        }
+        // In integers scaled by n N: |p_E(v) − p(v)| n N = |c N − n N p(v)|, exact and vectorized.
+        let (n, big_n) = (size, self.total);
+        let mut abs = 0u64;
+        let mut ratios = Ratios::new();
+        for (&c, &count) in h.iter().zip(&self.counts) {
+            abs += (c as u64 * big_n).abs_diff(n * count);
+            if c > 0 {
+                ratios.add(c as u64, count);
+            }
+        }
+        if ratios.is_empty() {
+            return;
+        }
+        let mut ordered = 0u64;
+        let mut cum = 0u64;
+        match &self.order {
+            None => {
+                for (&c, &count_cum) in h.iter().zip(&self.cum_counts) {
+                    cum += c as u64;
+                    ordered += (cum * big_n).abs_diff(n * count_cum);
+                }
+            }
+            Some(order) => {
+                for (&v, &count_cum) in order.iter().zip(&self.cum_counts) {
+                    cum += h[v as usize] as u64;
+                    ordered += (cum * big_n).abs_diff(n * count_cum);
+                }
+            }
+        }
+        self.fold(acc, abs, ordered as u128, n, ratios);
+    }
+
+    fn add_cells(
+        &self,
+        acc: &mut DistanceMax,
         cells: impl Iterator<Item = (u32, u64)>,
         size: u64,
-        s: &mut Scratch,
-    ) -> Distances {
-        let n = size as f64;
-        let ln_n = n.ln();
-        let (mut abs_present, mut p_present) = (0.0, 0.0);
-        let (mut beta, mut delta) = (0.0f64, 0.0f64);
+        s: &mut DistanceScratch,
+    ) {
+        if size >= self.exact_below {
+            return self.add_cells_float(acc, cells, size, s);
+        }
+        let (n, big_n) = (size, self.total);
+        let (mut abs, mut present) = (0u64, 0u64);
+        let mut ratios = Ratios::new();
         s.ordered.clear();
         for (v, c) in cells {
-            let (q, p) = (c as f64 / n, self.p[v as usize]);
+            let count = self.counts[v as usize];
+            abs += (c * big_n).abs_diff(n * count);
+            present += count;
+            ratios.add(c, count);
+            s.ordered
+                .push((self.rank[v as usize], c as f64 / n as f64, v, c));
+        }
+        if s.ordered.is_empty() {
+            return;
+        }
+        // Values absent from the class each differ by their whole n N p(v).
+        abs += n * (big_n - present);
+        if !s.ordered.is_sorted_by_key(|x| x.0) {
+            s.ordered.sort_unstable_by_key(|x| x.0);
+        }
+        let ordered = self.ordered_sum(&s.ordered, n);
+        let t_hierarchical = match &self.tree {
+            Some(t) => {
+                let ordered = std::mem::take(&mut s.ordered);
+                let emd = self.hierarchical_emd(t, &ordered, s);
+                s.ordered = ordered;
+                emd
+            }
+            None => 0.0,
+        };
+        self.fold(acc, abs, ordered, n, ratios);
+        acc.emd[2] = acc.emd[2].max(t_hierarchical);
+    }
+
+    /// Folds one class's exact sums into `acc`: each distance is the correctly rounded quotient
+    /// of two integers, so that every path (cells, histogram, single value) gives the same bits.
+    #[inline]
+    fn fold(&self, acc: &mut DistanceMax, abs: u64, ordered: u128, n: u64, ratios: Ratios) {
+        let scale = n as f64 * self.total as f64;
+        let m = self.counts.len();
+        acc.classes += 1;
+        acc.emd[0] = acc.emd[0].max(abs as f64 / (2.0 * scale));
+        if m > 1 {
+            acc.emd[1] = acc.emd[1].max(ordered as f64 / ((m - 1) as f64 * scale));
+        }
+        let (hi, lo) = ratios.values(n, self.total);
+        acc.max_ratio = acc.max_ratio.max(hi);
+        acc.min_ratio = acc.min_ratio.min(lo);
+    }
+
+    /// Σ_i |C(i) N − n CUM(i)| over the ranks, where C is the class's cumulative count by rank
+    /// (`sorted`: rank, p_E, value, count): C is constant between the class's values, so each run is
+    /// summed in O(log M) from prefix sums.
+    fn ordered_sum(&self, sorted: &[(u32, f64, u32, u64)], n: u64) -> u128 {
+        let m = self.cum_counts.len();
+        let mut total = 0u128;
+        let mut c = 0u64;
+        let mut start = 0usize;
+        for &(r, _, _, k) in sorted {
+            total += self.run_exact(start, r as usize, c, n);
+            c += k;
+            start = r as usize;
+        }
+        total + self.run_exact(start, m, c, n)
+    }
+
+    /// Σ_{i in a..b} |c N − n CUM(i)|, CUM non-decreasing.
+    fn run_exact(&self, a: usize, b: usize, c: u64, n: u64) -> u128 {
+        if a >= b {
+            return 0;
+        }
+        let cn = c as u128 * self.total as u128;
+        let n = n as u128;
+        let t = a + self.cum_counts[a..b].partition_point(|&x| n * x as u128 <= cn);
+        let prefix = &self.cum_counts_prefix;
+        let below = (t - a) as u128 * cn - n * (prefix[t] - prefix[a]);
+        let above = n * (prefix[b] - prefix[t]) - (b - t) as u128 * cn;
+        below + above
+    }
+
+    /// [`Self::add_cells`] in floating point, for classes so large that the exact sums could
+    /// overflow 64 bits (N n beyond 2^64 / 2M).
+    fn add_cells_float(
+        &self,
+        acc: &mut DistanceMax,
+        cells: impl Iterator<Item = (u32, u64)>,
+        size: u64,
+        s: &mut DistanceScratch,
+    ) {
+        let (mut abs_present, mut p_present) = (0.0, 0.0);
+        let mut ratios = Ratios::new();
+        s.ordered.clear();
+        for (v, c) in cells {
+            let (q, p) = (c as f64 / size as f64, self.p[v as usize]);
             abs_present += (q - p).abs();
             p_present += p;
-            if q > p {
-                beta = beta.max((q - p) / p);
-            }
-            delta = delta.max(((c as f64).ln() - ln_n - self.ln_p[v as usize]).abs());
-            s.ordered.push((self.rank[v as usize], q, v));
+            ratios.add(c, self.counts[v as usize]);
+            s.ordered.push((self.rank[v as usize], q, v, c));
         }
-        // Values absent from the class each differ by their whole p.
+        if s.ordered.is_empty() {
+            return;
+        }
+        let (hi, lo) = ratios.values(size, self.total);
+        acc.classes += 1;
+        acc.max_ratio = acc.max_ratio.max(hi);
+        acc.min_ratio = acc.min_ratio.min(lo);
         let t_equal = 0.5 * (abs_present + (1.0 - p_present).max(0.0));
         if !s.ordered.is_sorted_by_key(|x| x.0) {
             s.ordered.sort_unstable_by_key(|x| x.0);
@@ -231,20 +662,16 @@ impl SensitiveModel {
                 s.ordered = ordered;
                 emd
             }
-            None => f64::NAN,
+            None => 0.0,
         };
-        Distances {
-            t_equal,
-            t_ordered,
-            t_hierarchical,
-            beta,
-            delta,
+        for (a, b) in acc.emd.iter_mut().zip([t_equal, t_ordered, t_hierarchical]) {
+            *a = a.max(b);
         }
     }
 
     /// (1/(M−1)) Σ_i |C(i) − P(i)| where C is the class's cumulative distribution by rank: C is
     /// constant between the class's values, so each run is summed in O(log M) from prefix sums.
-    fn ordered_emd(&self, sorted: &[(u32, f64, u32)]) -> f64 {
+    fn ordered_emd(&self, sorted: &[(u32, f64, u32, u64)]) -> f64 {
         let m = self.cum.len();
         if m <= 1 {
             return 0.0;
@@ -252,7 +679,7 @@ impl SensitiveModel {
         let mut total = 0.0;
         let mut c = 0.0;
         let mut start = 0usize;
-        for &(r, q, _) in sorted {
+        for &(r, q, _, _) in sorted {
             total += self.run(start, r as usize, c);
             c += q;
             start = r as usize;
@@ -274,13 +701,18 @@ impl SensitiveModel {
 
     /// The hierarchical EMD, visiting only the ancestors of the class's values: a group none of
     /// whose leaves the class holds has extra = −p(group), all negative, and costs nothing.
-    fn hierarchical_emd(&self, t: &Tree, cells: &[(u32, f64, u32)], s: &mut Scratch) -> f64 {
+    fn hierarchical_emd(
+        &self,
+        t: &Tree,
+        cells: &[(u32, f64, u32, u64)],
+        s: &mut DistanceScratch,
+    ) -> f64 {
         let h = t.height;
         if h == 0 {
             return 0.0;
         }
         s.prepare(t);
-        for &(_, q, v) in cells {
+        for &(_, q, v, _) in cells {
             let leaf = t.leaf_of_value[v as usize];
             let extra = q - self.p[v as usize];
             s.add(0, t.group_of_leaf[leaf as usize], extra, self.p[v as usize]);
@@ -315,15 +747,15 @@ struct Acc {
     seen: bool,
 }
 
-/// Per-thread buffers, reused across classes (no allocation per class).
+/// Buffers reused across classes (no allocation per class).
 #[derive(Default)]
-struct Scratch {
-    ordered: Vec<(u32, f64, u32)>,
+pub struct DistanceScratch {
+    ordered: Vec<(u32, f64, u32, u64)>,
     acc: Vec<Vec<Acc>>,
     touched: Vec<Vec<u32>>,
 }
 
-impl Scratch {
+impl DistanceScratch {
     fn prepare(&mut self, t: &Tree) {
         if self.acc.len() != t.mass.len()
             || self
@@ -358,7 +790,7 @@ impl Scratch {
 }
 
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static SCRATCH: RefCell<DistanceScratch> = RefCell::new(DistanceScratch::default());
 }
 
 #[cfg(test)]
@@ -400,6 +832,7 @@ mod tests {
         (10, "stomach cancer"),
     ];
 
+    #[allow(clippy::type_complexity)]
     /// A model of one attribute of the records, and the class of the given records (1-based).
     fn model_and_class(
         values: &[String],
@@ -487,5 +920,70 @@ mod tests {
         assert_eq!(kind, Order::Hierarchy);
         let names: Vec<&str> = order.iter().map(|&v| labels[v as usize].as_str()).collect();
         assert_eq!(names, ["flu", "bronchitis", "colitis"]);
+    }
+}
+
+#[cfg(test)]
+mod pruning {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Histograms over `m` values: the input's counts (each value present) and some classes.
+    fn case() -> impl Strategy<Value = (Vec<u64>, Vec<Vec<u32>>, Vec<u32>, u32)> {
+        (2usize..16).prop_flat_map(|m| {
+            (
+                proptest::collection::vec(1u64..40, m),
+                proptest::collection::vec(proptest::collection::vec(0u32..6, m), 0..6),
+                proptest::collection::vec(prop_oneof![3 => Just(0u32), 1 => 1u32..12], m),
+                any::<u32>(),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A class `cannot_change` skips leaves every distance of the node as it is.
+        #[test]
+        fn a_skipped_class_changes_nothing((counts, classes, extra, singles) in case()) {
+            let labels: Vec<String> = (0..counts.len()).map(|v| format!("{v:02}")).collect();
+            let model = SensitiveModel::new(&labels, &counts, None);
+            let mut scratch = DistanceScratch::default();
+            let mut acc = DistanceMax::new();
+            // Single-value classes first, as the index pass adds them.
+            for v in (0..counts.len() as u32).filter(|v| singles >> v & 1 == 1) {
+                model.add_single(&mut acc, v);
+            }
+            for h in classes.iter().filter(|h| h.iter().any(|&c| c > 0)) {
+                let size = h.iter().map(|&c| c as u64).sum();
+                model.add_histogram(&mut acc, h, size, &mut scratch);
+            }
+            let size: u64 = extra.iter().map(|&c| c as u64).sum();
+            prop_assume!(size > 0);
+            let set = extra
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .fold(0u32, |s, (v, _)| s | 1 << v);
+            let before = acc.finish(&model);
+            let mut after = acc;
+            model.add_histogram(&mut after, &extra, size, &mut scratch);
+            if acc.classes > 0 && model.cannot_change(&acc, set, size) {
+                // Debug text: NaN (no hierarchy) equals itself there.
+                prop_assert_eq!(format!("{before:?}"), format!("{:?}", after.finish(&model)));
+            }
+            // The histogram path equals the cell path.
+            let cells = extra
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(v, &c)| (v as u32, c as u64));
+            let mut by_cells = acc;
+            model.add_cells(&mut by_cells, cells, size, &mut scratch);
+            let (a, b) = (after.finish(&model), by_cells.finish(&model));
+            for (x, y) in [(a.t_equal, b.t_equal), (a.t_ordered, b.t_ordered), (a.beta, b.beta), (a.delta, b.delta)] {
+                prop_assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{:?} vs {:?}", a, b);
+            }
+        }
     }
 }

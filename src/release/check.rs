@@ -450,7 +450,7 @@ pub fn confirm(
         ),
     ] {
         // NaN on both sides: not defined for this profile.
-        if !close(got, want) && !(got.is_nan() && want.is_nan()) {
+        if !(close(got, want) || got.is_nan() && want.is_nan()) {
             wrong.push(format!("{name} = {got} in the file, {want} by the engine"));
         }
     }
