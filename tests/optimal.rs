@@ -50,14 +50,27 @@ proptest! {
         l in 1u64..4,
         with_l in any::<bool>(),
         by_requirements in any::<bool>(),
+        extra in proptest::option::of((0usize..7, 0.0f64..1.0)),
     ) {
-        // l is monotone only when nothing can be suppressed.
-        let eta = if with_l { 0 } else { eta };
+        // l and the SPEC §7 bounds are monotone only when nothing can be suppressed.
+        let eta = if with_l || extra.is_some() { 0 } else { eta };
         let mut ev = engine(&t, eta);
         if by_requirements {
             ev = with_rule(&ev, SuppressionRule::Requirements { k });
         }
-        let text = if with_l { format!("k>={k},l>={l}") } else { format!("k>={k}") };
+        let mut text = if with_l { format!("k>={k},l>={l}") } else { format!("k>={k}") };
+        if let Some((which, bound)) = extra {
+            let hierarchical = t.sens_hierarchy.is_some();
+            text += &match which {
+                0 => format!(",t_equal<={bound}"),
+                1 => format!(",t_ordered<={bound}"),
+                2 if hierarchical => format!(",t_hierarchical<={bound}"),
+                3 => format!(",risk_prosecutor<={bound}"),
+                4 => format!(",risk_average<={bound}"),
+                5 => format!(",uniques<={}", bound / 4.0),
+                _ => format!(",l_entropy>={}", 1.0 + 2.0 * bound),
+            };
+        }
         let require = Requirement::parse_list(&text).unwrap();
         let rule = ev.dataset().profile.suppression_rule;
         prop_assume!(require.iter().all(|r| r.is_monotone(&rule, ev.dataset().eta)));

@@ -271,18 +271,6 @@ fn normalized(points: &[Point], objectives: &[Objective]) -> Vec<Vec<f64>> {
 /// Picks the node the policy prefers: for least GLM under monotone requirements by the pruned
 /// optimal search ([`crate::optimal`]), otherwise by evaluating the whole lattice (roll-ups).
 pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
-    let has_class = ev.dataset().class.is_some();
-    let uses_cm = policy.require.iter().any(|r| r.measure == Measure::Cm)
-        || matches!(
-            policy.choice,
-            Choice::Minimize(Measure::Cm) | Choice::Maximize(Measure::Cm)
-        );
-    if uses_cm && !has_class {
-        return Err(PbgError::argument(
-            "pick",
-            "`cm` needs a class attribute in the profile (class = ... or --class)".to_string(),
-        ));
-    }
     // The cheapest tables that still give every index the policy reads exactly.
     let mut measures: Vec<Measure> = policy.require.iter().map(|r| r.measure).collect();
     let mut objectives: Vec<Objective> = Vec::new();
@@ -291,6 +279,10 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
         Choice::Lex { objectives: o, .. }
         | Choice::Goal { objectives: o, .. }
         | Choice::Wtd { objectives: o, .. } => objectives.extend(o.iter().copied()),
+    }
+    let present = crate::indices::Present::of(ev.dataset());
+    for m in measures.iter().chain(&objectives) {
+        m.check_defined(present)?;
     }
     use crate::indices::Sensitive;
     let needs = |what: Sensitive| {
@@ -530,7 +522,7 @@ pub struct PolicyText {
 
 impl Policy {
     /// Builds a policy from its textual form, checking that the parts fit together.
-    pub fn parse(t: &PolicyText, has_class: bool) -> Result<Self> {
+    pub fn parse(t: &PolicyText, present: crate::indices::Present) -> Result<Self> {
         let require = match &t.require {
             Some(r) => Requirement::parse_list(r)?,
             None => Vec::new(),
@@ -559,7 +551,7 @@ impl Policy {
             Some(c @ ("lex" | "goal" | "wtd")) => {
                 let objectives = Objective::parse_list(
                     &need(&t.objectives, "objectives", &format!("the {c} rule"))?,
-                    has_class,
+                    present,
                 )?;
                 let n = objectives.len();
                 match c {

@@ -119,7 +119,10 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
                 goal: a.goal.clone(),
                 weights: a.weights.clone(),
             },
-            profile.class.is_some(),
+            pbg::indices::Present {
+                class: profile.class.is_some(),
+                sensitive_hierarchy: profile.sensitive_hierarchy.is_some(),
+            },
         )?),
         None => None,
     };

@@ -123,7 +123,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let ev = a.profile.statistics_evaluator()?;
     let read_s = started.elapsed().as_secs_f64();
-    let objectives = Objective::parse_list(&a.objectives, ev.dataset().class.is_some())?;
+    let objectives = Objective::parse_list(&a.objectives, pbg::indices::Present::of(ev.dataset()))?;
     let epsilon = a
         .epsilon
         .as_deref()

@@ -543,6 +543,21 @@ impl Index {
         self.info().higher_is_better
     }
 
+    /// Fails unless a dataset with `present` defines the index: `cm` needs a class attribute,
+    /// `t_hierarchical` a hierarchy of the sensitive attribute.
+    pub fn check_defined(&self, present: Present) -> crate::error::Result<()> {
+        let message = match self.info().kind {
+            Kind::ClassReal if !present.class => {
+                "`cm` needs a class attribute in the profile (class = ... or --class)"
+            }
+            Kind::HierarchyReal if !present.sensitive_hierarchy => {
+                "`t_hierarchical` needs a hierarchy of the sensitive attribute (sensitive_hierarchy = ... in the profile, or --sensitive-hierarchy NAME=HIERARCHY_CSV)"
+            }
+            _ => return Ok(()),
+        };
+        Err(crate::error::PbgError::argument(self.name(), message))
+    }
+
     /// What evaluating it needs of the sensitive attribute.
     pub fn uses_sensitive(&self) -> Sensitive {
         self.info().sensitive

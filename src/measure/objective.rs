@@ -30,8 +30,10 @@ impl Objective {
         Ok(index)
     }
 
-    /// Parses a comma separated set of two or more distinct objectives; `cm` needs a class attribute.
-    pub fn parse_list(text: &str, has_class: bool) -> Result<Vec<Self>> {
+    /// Parses a comma separated set of two or more distinct objectives, each defined for a
+    /// dataset with `present` (`cm` needs a class attribute, `t_hierarchical` a sensitive
+    /// hierarchy).
+    pub fn parse_list(text: &str, present: crate::indices::Present) -> Result<Vec<Self>> {
         let list = text
             .split(',')
             .map(Objective::parse_objective)
@@ -47,10 +49,8 @@ impl Objective {
                 return err(format!("`{}` is listed twice", o.name()));
             }
         }
-        if list.contains(&Objective::Cm) && !has_class {
-            return err(
-                "`cm` needs a class attribute in the profile (class = ... or --class)".into(),
-            );
+        for o in &list {
+            o.check_defined(present)?;
         }
         Ok(list)
     }

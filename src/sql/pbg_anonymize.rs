@@ -67,8 +67,8 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
                 minimize: Some(minimize),
                 ..PolicyText::default()
             };
-            let policy =
-                Policy::parse(&text, ev.dataset().class.is_some()).map_err(|e| plan(NAME, e))?;
+            let policy = Policy::parse(&text, crate::indices::Present::of(ev.dataset()))
+                .map_err(|e| plan(NAME, e))?;
             pick(&ev, &policy).map_err(|e| plan(NAME, e))?.node
         } else {
             if exprs.len() > 2 {

@@ -50,7 +50,7 @@ impl TableFunctionImpl for PbgSearchFunc {
         )?;
         let objectives = Objective::parse_list(
             &string_arg(NAME, exprs, 1, "the objectives")?,
-            ev.dataset().class.is_some(),
+            crate::indices::Present::of(ev.dataset()),
         )
         .map_err(|e| plan(NAME, e))?;
         let algorithm = string_arg(NAME, exprs, 2, "the algorithm")?;
