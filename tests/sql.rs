@@ -12,8 +12,9 @@ use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 
 use crate::common::{pbg, pbg_json, repo};
 
-/// A SessionContext with the pbg functions, adult (profile and table `adult`, η = 301) and the
-/// EDBT T1 table (profile and table `t1`).
+/// A SessionContext with the pbg functions, adult (profile and table `adult`, η = 301), the
+/// EDBT T1 table (profile and table `t1`) and the ICDE 2007 records (table `records`, profiles
+/// `disease` with a sensitive hierarchy and `salary`).
 struct Db {
     ctx: SessionContext,
 }
@@ -29,12 +30,20 @@ async fn context() -> Result<SessionContext, DataFusionError> {
             b';',
         ),
         ("t1", "datasets/t1/t1.toml", "datasets/t1/t1.csv", b','),
+        (
+            "disease",
+            "datasets/icde2007/disease.toml",
+            "datasets/icde2007/records.csv",
+            b',',
+        ),
     ] {
         registry.add_profile_file(name, &repo(profile))?;
         let path = repo(csv).to_string_lossy().into_owned();
-        ctx.register_csv(name, &path, CsvReadOptions::new().delimiter(delimiter))
+        let table = if name == "disease" { "records" } else { name };
+        ctx.register_csv(table, &path, CsvReadOptions::new().delimiter(delimiter))
             .await?;
     }
+    registry.add_profile_file("salary", &repo("datasets/icde2007/salary.toml"))?;
     // Hierarchies built from the data (t1's masks and intervals) are registered for generalize()
     // once a pbg function has read their profile.
     ctx.sql("SELECT * FROM pbg_evaluate('t1', '0,0')")

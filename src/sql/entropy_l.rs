@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use datafusion::logical_expr::Documentation;
 
-use super::histogram::{HistogramAggregate, HistogramSpec, any_types, no_param};
+use super::histogram::{Finish, HistogramAggregate, HistogramSpec, any_types, no_param};
 
 static DOC: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
@@ -42,7 +42,7 @@ static SPEC: HistogramSpec = HistogramSpec {
     arity: 1,
     check: any_types,
     param: no_param,
-    finish,
+    finish: Finish::Counts(finish),
     doc: || &DOC,
 };
 

@@ -1,6 +1,7 @@
 //! The accumulator shared by the sensitive-value aggregates (`entropy_l`, `max_frequency`,
-//! `recursive_cl`): per group, the histogram of the argument's values; the function differs only in
-//! how a histogram is finished into a number.
+//! `recursive_cl`, and the distances `emd_equal`, `emd_ordered`, `emd_hierarchical`,
+//! `beta_likeness`, `delta_disclosure`): per group, the histogram of the argument's values; the
+//! function differs only in how a histogram is finished into a number.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,8 +19,64 @@ use datafusion::logical_expr::{
     TypeSignature, Volatility,
 };
 
-/// Turns a group's value counts (any order) into the aggregate's value; `None` gives NULL.
-pub(super) type Finish = fn(&[u64], f64) -> Option<f64>;
+/// Turns a group's histogram into the aggregate's value.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Finish {
+    /// From the value counts alone (any order) and the constant parameter; `None` gives NULL.
+    Counts(fn(&[u64], f64) -> Option<f64>),
+    /// One distance of the group's distribution from a profile's input distribution (the second
+    /// argument names the profile).
+    Distance(fn(&crate::distribution::Distances) -> f64),
+}
+
+/// The profile a distance aggregate measures against, read when the first group is finished.
+pub(super) struct ProfileDistribution {
+    name: String,
+    registry: Arc<crate::sql::Registry>,
+    session: Arc<dyn Fn() -> Option<datafusion::execution::context::SessionState> + Send + Sync>,
+    loaded: std::sync::OnceLock<std::result::Result<Loaded, String>>,
+}
+
+/// A profile's sensitive distribution with its values' codes.
+struct Loaded {
+    evaluator: Arc<crate::Evaluator>,
+    code: HashMap<String, u32>,
+}
+
+impl std::fmt::Debug for ProfileDistribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProfileDistribution({})", self.name)
+    }
+}
+
+impl ProfileDistribution {
+    fn load(&self, function: &str) -> Result<&Loaded> {
+        let loaded = self.loaded.get_or_init(|| {
+            let state = (self.session)().ok_or_else(|| {
+                format!("{function}: the session that declared the functions is gone")
+            })?;
+            let ev = self
+                .registry
+                .statistics(function, &self.name, &state)
+                .map_err(|e| e.to_string())?;
+            let code = ev
+                .dataset()
+                .sensitive
+                .labels
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), i as u32))
+                .collect();
+            Ok(Loaded {
+                evaluator: ev,
+                code,
+            })
+        });
+        loaded
+            .as_ref()
+            .map_err(|e| datafusion::error::DataFusionError::Execution(e.clone()))
+    }
+}
 
 /// What distinguishes one histogram aggregate from another.
 #[derive(Debug)]
@@ -30,7 +87,8 @@ pub(super) struct HistogramSpec {
     pub arity: usize,
     /// Checks the argument types at planning.
     pub check: fn(&[DataType]) -> Result<()>,
-    /// Reads the constant parameter from the arguments (0 when there is none).
+    /// Reads the constant parameter from the arguments (0 when there is none; distances read the
+    /// profile name instead).
     pub param: fn(&AccumulatorArgs) -> Result<f64>,
     /// Turns a group's counts into the value.
     pub finish: Finish,
@@ -38,11 +96,26 @@ pub(super) struct HistogramSpec {
     pub doc: fn() -> &'static Documentation,
 }
 
+/// Where distance aggregates find profiles: the registry, and the session they are called in.
+#[derive(Clone)]
+pub(super) struct Profiles {
+    pub registry: Arc<crate::sql::Registry>,
+    pub session:
+        Arc<dyn Fn() -> Option<datafusion::execution::context::SessionState> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Profiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Profiles")
+    }
+}
+
 /// An aggregate over value histograms, returning Float64.
 #[derive(Debug)]
 pub(super) struct HistogramAggregate {
     spec: &'static HistogramSpec,
     signature: Signature,
+    profiles: Option<Profiles>,
 }
 
 impl HistogramAggregate {
@@ -53,7 +126,46 @@ impl HistogramAggregate {
                 vec![TypeSignature::Any(spec.arity)],
                 Volatility::Immutable,
             ),
+            profiles: None,
         }
+    }
+
+    /// A distance aggregate, whose second argument names a profile of `profiles`.
+    pub(super) fn with_profiles(spec: &'static HistogramSpec, profiles: Profiles) -> Self {
+        HistogramAggregate {
+            profiles: Some(profiles),
+            ..Self::new(spec)
+        }
+    }
+
+    fn groups(&self, args: &AccumulatorArgs) -> Result<HistogramGroups> {
+        let param = (self.spec.param)(args)?;
+        let profile = match (&self.spec.finish, &self.profiles) {
+            (Finish::Distance(_), Some(p)) => Some(Arc::new(ProfileDistribution {
+                name: profile_name(self.spec.name, args)?,
+                registry: p.registry.clone(),
+                session: p.session.clone(),
+                loaded: std::sync::OnceLock::new(),
+            })),
+            _ => None,
+        };
+        Ok(HistogramGroups::new(self.spec, param, profile))
+    }
+}
+
+/// The profile named by a distance aggregate's second argument (a string constant).
+fn profile_name(function: &str, args: &AccumulatorArgs) -> Result<String> {
+    use datafusion::physical_expr::expressions::Literal;
+    let lit = args.exprs.get(1).and_then(|e| e.downcast_ref::<Literal>());
+    match lit.map(|l| l.value()) {
+        Some(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)),
+        ) => Ok(s.clone()),
+        _ => datafusion::common::plan_err!(
+            "{function}: the second argument must be a profile name (a string constant), e.g. {function}(occupation, 'adult')"
+        ),
     }
 }
 
@@ -86,11 +198,7 @@ impl AggregateUDFImpl for HistogramAggregate {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let param = (self.spec.param)(&args)?;
-        Ok(Box::new(HistogramAccumulator(HistogramGroups::new(
-            self.spec.finish,
-            param,
-        ))))
+        Ok(Box::new(HistogramAccumulator(self.groups(&args)?)))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -105,8 +213,7 @@ impl AggregateUDFImpl for HistogramAggregate {
         &self,
         args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
-        let param = (self.spec.param)(&args)?;
-        Ok(Box::new(HistogramGroups::new(self.spec.finish, param)))
+        Ok(Box::new(self.groups(&args)?))
     }
 
     fn documentation(&self) -> Option<&Documentation> {
@@ -146,18 +253,24 @@ struct HistogramGroups {
     codes: HashMap<String, u32>,
     names: Vec<String>,
     groups: Vec<Vec<(u32, u64)>>,
-    finish: Finish,
+    spec: &'static HistogramSpec,
     param: f64,
+    profile: Option<Arc<ProfileDistribution>>,
 }
 
 impl HistogramGroups {
-    fn new(finish: Finish, param: f64) -> Self {
+    fn new(
+        spec: &'static HistogramSpec,
+        param: f64,
+        profile: Option<Arc<ProfileDistribution>>,
+    ) -> Self {
         HistogramGroups {
             codes: HashMap::new(),
             names: Vec::new(),
             groups: Vec::new(),
-            finish,
+            spec,
             param,
+            profile,
         }
     }
 
@@ -199,19 +312,57 @@ impl HistogramGroups {
             .collect())
     }
 
-    fn finish_groups(&self, groups: &[Vec<(u32, u64)>]) -> ArrayRef {
-        let out: Float64Array = groups
-            .iter()
-            .map(|h| {
-                let counts: Vec<u64> = h.iter().map(|(_, n)| *n).collect();
-                if counts.is_empty() {
-                    None
-                } else {
-                    (self.finish)(&counts, self.param)
+    fn finish_groups(&self, groups: &[Vec<(u32, u64)>]) -> Result<ArrayRef> {
+        let out: Float64Array = match self.spec.finish {
+            Finish::Counts(finish) => groups
+                .iter()
+                .map(|h| {
+                    let counts: Vec<u64> = h.iter().map(|(_, n)| *n).collect();
+                    if counts.is_empty() {
+                        None
+                    } else {
+                        finish(&counts, self.param)
+                    }
+                })
+                .collect(),
+            Finish::Distance(pick) => {
+                let name = self.spec.name;
+                let Some(profile) = &self.profile else {
+                    return datafusion::common::internal_err!("{name}: no profile registry");
+                };
+                let loaded = profile.load(name)?;
+                let model = loaded.evaluator.sensitive_model();
+                let mut out = Vec::with_capacity(groups.len());
+                // The smallest value missing from the profile is named, whatever the group order.
+                let mut missing: Option<&str> = None;
+                for h in groups {
+                    if h.is_empty() {
+                        out.push(None);
+                        continue;
+                    }
+                    let mut cells = Vec::with_capacity(h.len());
+                    for (c, n) in h {
+                        let value = self.names[*c as usize].as_str();
+                        match loaded.code.get(value) {
+                            Some(&code) => cells.push((code, *n)),
+                            None => missing = missing.min(Some(value)).or(Some(value)),
+                        }
+                    }
+                    let size = cells.iter().map(|c| c.1).sum();
+                    out.push(
+                        Some(pick(&model.class(cells.into_iter(), size))).filter(|v| !v.is_nan()),
+                    );
                 }
-            })
-            .collect();
-        Arc::new(out)
+                if let Some(value) = missing {
+                    return datafusion::common::exec_err!(
+                        "{name}: value `{value}` does not occur in the sensitive attribute of profile '{}': a distance is measured against that input's distribution",
+                        profile.name
+                    );
+                }
+                out.into_iter().collect()
+            }
+        };
+        Ok(Arc::new(out))
     }
 
     fn state_of(&self, groups: &[Vec<(u32, u64)>]) -> Vec<ArrayRef> {
@@ -250,7 +401,7 @@ impl GroupsAccumulator for HistogramGroups {
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let groups = emit_to.take_needed(&mut self.groups);
-        Ok(self.finish_groups(&groups))
+        self.finish_groups(&groups)
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
@@ -324,7 +475,7 @@ impl Accumulator for HistogramAccumulator {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         self.0.groups.resize_with(1, Vec::new);
-        ScalarValue::try_from_array(&self.0.finish_groups(&self.0.groups), 0)
+        ScalarValue::try_from_array(&self.0.finish_groups(&self.0.groups)?, 0)
     }
 
     fn size(&self) -> usize {

@@ -11,10 +11,15 @@
 //! # Ok(()) }
 //! ```
 
+mod beta_likeness;
 mod bitmap_cardinality;
 mod bitmap_contains;
 mod class_bitmap;
 mod copy_guard;
+mod delta_disclosure;
+mod emd_equal;
+mod emd_hierarchical;
+mod emd_ordered;
 mod entropy_l;
 mod generalize;
 mod histogram;
@@ -56,6 +61,22 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     ctx.register_udaf(AggregateUDF::from(max_frequency::max_frequency()));
     ctx.register_udaf(AggregateUDF::from(recursive_cl::recursive_cl()));
     ctx.register_udaf(AggregateUDF::from(class_bitmap::ClassBitmapFunc::new()));
+    // The distance aggregates read profiles through the session they are called in; a weak
+    // reference, so that registering them does not keep the session alive.
+    let state = ctx.state_weak_ref();
+    let profiles = histogram::Profiles {
+        registry: registry.clone(),
+        session: Arc::new(move || state.upgrade().map(|s| s.read().clone())),
+    };
+    for f in [
+        emd_equal::emd_equal,
+        emd_ordered::emd_ordered,
+        emd_hierarchical::emd_hierarchical,
+        beta_likeness::beta_likeness,
+        delta_disclosure::delta_disclosure,
+    ] {
+        ctx.register_udaf(AggregateUDF::from(f(profiles.clone())));
+    }
     ctx.register_udtf(
         "pbg_evaluate",
         Arc::new(pbg_evaluate::PbgEvaluateFunc::new(registry.clone())),

@@ -8,7 +8,7 @@ use datafusion::logical_expr::Documentation;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::physical_expr::expressions::Literal;
 
-use super::histogram::{HistogramAggregate, HistogramSpec};
+use super::histogram::{Finish, HistogramAggregate, HistogramSpec};
 
 static DOC: LazyLock<Documentation> =
     LazyLock::new(|| {
@@ -70,7 +70,7 @@ static SPEC: HistogramSpec = HistogramSpec {
     arity: 2,
     check,
     param: c_of,
-    finish: recursive_l,
+    finish: Finish::Counts(recursive_l),
     doc: || &DOC,
 };
 
