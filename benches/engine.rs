@@ -1,7 +1,7 @@
 //! Engine benchmarks (run: `cargo bench --bench engine`):
 //! - the whole 17920-node adult lattice with every index, by roll-ups;
 //! - one direct node evaluation over adult replicated 100× (3,016,200 rows, built here);
-//! - the exhaustive {k, l, GLM} front and one PBG-EA run (25 × 100) for {k, GLM} on adult;
+//! - the exhaustive {k, l, GLM} and {k, t_equal, GLM} fronts and one PBG-EA run (25 × 100) for {k, GLM} on adult;
 //! - SQL: `generalize` over a dictionary-encoded 3M-row column on one core, and a GROUP BY node
 //!   evaluation (k, l, classes) over 3M rows in DataFusion next to the engine's `evaluate`.
 
@@ -44,6 +44,10 @@ fn search(c: &mut Criterion) {
     let klg = [Objective::K, Objective::L, Objective::Glm];
     g.bench_function("exhaustive_k_l_glm", |b| {
         b.iter(|| black_box(exhaustive(&ev, &klg).unwrap()))
+    });
+    let ktg = [Objective::K, Objective::TEqual, Objective::Glm];
+    g.bench_function("exhaustive_k_t_equal_glm", |b| {
+        b.iter(|| black_box(exhaustive(&ev, &ktg).unwrap()))
     });
     let kg = [Objective::K, Objective::Glm];
     let mut seed = 0;

@@ -223,3 +223,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// An evaluator asked for some distances only gives exactly the full evaluator's values for
+    /// them (its pruning looks at those alone) and NaN for the others.
+    #[test]
+    fn an_evaluator_for_some_distances_gives_them_exactly((t, eta) in table(), mask in 1u8..32) {
+        use pbg::indices::Index;
+        let full = engine(&t, eta);
+        let wanted: Vec<Index> = [
+            Index::TEqual,
+            Index::TOrdered,
+            Index::THierarchical,
+            Index::Beta,
+            Index::DeltaDisclosure,
+        ]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| mask & (1 << i) != 0)
+        .map(|(_, x)| x)
+        .collect();
+        let light = full.lightest(&wanted).unwrap();
+        let (a, b) = (full.evaluate_lattice(&|| {}).unwrap(), light.evaluate_lattice(&|| {}).unwrap());
+        for (x, y) in a.iter().zip(&b) {
+            for i in [Index::TEqual, Index::TOrdered, Index::THierarchical, Index::Beta, Index::DeltaDisclosure] {
+                let (u, v) = (i.of(x), i.of(y));
+                if wanted.contains(&i) {
+                    prop_assert!(u == v || (u.is_nan() && v.is_nan()), "{:?} at {:?}: {} vs {}", i, x.node, u, v);
+                } else {
+                    prop_assert!(v.is_nan(), "{:?} not wanted but {}", i, v);
+                }
+            }
+            prop_assert_eq!((x.k, x.l_distinct, x.glm), (y.k, y.l_distinct, y.glm));
+        }
+    }
+}

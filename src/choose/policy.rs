@@ -284,14 +284,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     for m in measures.iter().chain(&objectives) {
         m.check_defined(present)?;
     }
-    use crate::indices::Sensitive;
-    let needs = |what: Sensitive| {
-        measures
-            .iter()
-            .chain(&objectives)
-            .any(|m| m.uses_sensitive() == what)
-    };
-    let (value_counts, distinct) = (needs(Sensitive::Counts), needs(Sensitive::Distinct));
+    let needed: Vec<Measure> = measures.iter().chain(&objectives).copied().collect();
     let ds = ev.dataset();
     let rule = &ds.profile.suppression_rule;
     let non_monotone: Vec<String> = policy
@@ -303,7 +296,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     let required: Vec<String> = policy.require.iter().map(Requirement::text).collect();
     let lattice = ev.lattice();
     if matches!(policy.choice, Choice::Minimize(Measure::Glm)) && non_monotone.is_empty() {
-        let light = ev.lightest(value_counts, distinct)?;
+        let light = ev.lightest(&needed)?;
         return match crate::optimal::pick_min_glm(&light, &policy.require)? {
             None => Err(PbgError::argument(
                 "require",
@@ -356,9 +349,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             ),
         ));
     }
-    let all = ev
-        .lightest(value_counts, distinct)?
-        .evaluate_lattice(&|| {})?;
+    let all = ev.lightest(&needed)?.evaluate_lattice(&|| {})?;
     let feasible: Vec<&NodeIndices> = all
         .iter()
         .filter(|ix| policy.require.iter().all(|r| r.holds(r.measure.of(ix))))

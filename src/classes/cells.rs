@@ -421,6 +421,14 @@ impl CellTable {
         }
     }
 
+    /// (size, value bit set) of every class in key order, for dense tables (at most 16 values).
+    pub fn value_sets(&self) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
+        match &self.0 {
+            Repr::Sparse(_) => None,
+            Repr::Dense(t) => Some(t.value_sets()),
+        }
+    }
+
     /// The only value code of class `i`, if it holds one value (tables with per-value counts).
     #[inline]
     pub fn single_value(&self, i: usize) -> Option<u32> {

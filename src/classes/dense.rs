@@ -118,6 +118,11 @@ impl DenseTable {
         )
     }
 
+    /// (size, value bit set) of every class in key order.
+    pub(crate) fn value_sets(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.classes.iter().map(|c| (c.size as u64, c.values))
+    }
+
     /// The values of class `i` as a bit set (value `v` in bit `v`).
     #[inline]
     pub(crate) fn value_set(&self, i: usize) -> u32 {

@@ -95,7 +95,7 @@ impl Evaluator {
         // are then exactly 1 (mask tables carry no per-value counts and report 1 as well).
         let counts = !sens.is_mask() && self.class_only.is_none();
         let shape_needed = released.min_distinct > 1 && counts;
-        let distances = counts && released.classes > 0;
+        let distances = counts && released.classes > 0 && self.distances != 0;
         // Suppressed tuples count their value's frequency in the whole table in S_l.
         let shape = if shape_needed || distances || j > 0 {
             self.shape_pass(node, sens, j, shape_needed, distances, released.max_size)
@@ -113,7 +113,8 @@ impl Evaluator {
         } else if distances {
             shape.distances
         } else {
-            Distances::zero(self.model.has_hierarchy())
+            // No released class (each wanted distance 0), or no distance wanted.
+            crate::distribution::DistanceMax::wanting(self.distances).finish(&self.model)
         };
         let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
@@ -225,12 +226,34 @@ impl Evaluator {
         let keys = self.node_keys(node);
         let dqis = &self.dataset.qis;
         let mut scratch = crate::distribution::DistanceScratch::default();
-        let mut dist = crate::distribution::DistanceMax::new();
+        let mut dist = crate::distribution::DistanceMax::wanting(self.distances);
         let mut singles = crate::distribution::SingleValues::default();
         let mut multi: Vec<u32> = Vec::new();
+        // Dense tables: one tight pass over (size, value set) sorts the released classes into
+        // single-value ones (a bit each) and the rest.
+        let sets = if distances && !shape {
+            sens.value_sets()
+        } else {
+            None
+        };
+        let dense = sets.is_some();
+        if let Some(sets) = sets {
+            let mut one = 0u32;
+            for (i, (size, set)) in sets.enumerate() {
+                if size <= j {
+                    continue;
+                }
+                if set.is_power_of_two() {
+                    one |= set;
+                } else {
+                    multi.push(i as u32);
+                }
+            }
+            singles.mark_set(one);
+        }
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
-            if size > j && !shape && !distances {
+            if size > j && ((!shape && !distances) || dense) {
                 continue;
             }
             if size > j && distances && !shape {

@@ -72,6 +72,8 @@ pub struct Evaluator {
     nu: Arc<crate::loss::NuEntropy>,
     /// Height of every QI's hierarchy.
     heights: Vec<u8>,
+    /// Which distances the index pass computes ([`crate::distribution::Wanted`]).
+    distances: u8,
     /// All-zero value codes, set for an evaluator that ignores the sensitive attribute.
     class_only: Option<Arc<arrow::array::UInt32Array>>,
     /// Sensitive cell tables hold each class's set of values as a bit mask (one cell per class).
@@ -130,6 +132,7 @@ impl Evaluator {
             model,
             nu,
             heights: dataset.heights(),
+            distances: crate::distribution::Wanted::ALL,
             sens_bits: bits_for(sens_n),
             label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
             glm_base,
@@ -192,18 +195,20 @@ impl Evaluator {
 
     /// The cheapest evaluator that still computes `objectives` exactly (see [`Self::lightest`]).
     pub fn for_objectives(&self, objectives: &[crate::objective::Objective]) -> Result<Self> {
-        use crate::indices::Sensitive;
-        let needs = |what| objectives.iter().any(|o| o.uses_sensitive() == what);
-        self.lightest(needs(Sensitive::Counts), needs(Sensitive::Distinct))
+        self.lightest(objectives)
     }
 
-    /// The cheapest evaluator for indices that need the per-value sensitive counts
-    /// (`value_counts`: entropy and probabilistic l, S_l, the distances) or only distinct l
-    /// (`distinct`): a clone,
-    /// [`Self::distinct_only`], or [`Self::class_only`].
-    pub fn lightest(&self, value_counts: bool, distinct: bool) -> Result<Self> {
-        if value_counts {
-            return Ok(self.clone());
+    /// The cheapest evaluator that computes `indices` exactly: with per-value counts (entropy and
+    /// probabilistic l, S_l) and only the distances among them, or [`Self::distinct_only`]
+    /// (distinct l), or [`Self::class_only`]. Other indices of its nodes are meaningless (the
+    /// distances not asked for are NaN).
+    pub fn lightest(&self, indices: &[crate::indices::Index]) -> Result<Self> {
+        let (counts, distinct, distances) = crate::indices::Index::needs(indices);
+        if counts {
+            return Ok(Evaluator {
+                distances,
+                ..self.clone()
+            });
         }
         if distinct {
             return Ok(self.distinct_only().unwrap_or_else(|| self.clone()));

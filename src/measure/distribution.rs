@@ -57,6 +57,26 @@ impl Distances {
     }
 }
 
+/// Which distances an evaluation computes, as bits (the others are NaN): a search that optimizes
+/// t_equal alone does not pay for the ordered EMD, and one on k and GLM for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted;
+
+impl Wanted {
+    /// t_equal.
+    pub const T_EQUAL: u8 = 1;
+    /// t_ordered.
+    pub const T_ORDERED: u8 = 2;
+    /// t_hierarchical.
+    pub const T_HIERARCHICAL: u8 = 4;
+    /// β-likeness.
+    pub const BETA: u8 = 8;
+    /// δ-disclosure.
+    pub const DELTA: u8 = 16;
+    /// Every distance.
+    pub const ALL: u8 = 31;
+}
+
 /// The sensitive hierarchy as the EMD needs it: per level above the leaves, each group's parent
 /// and probability mass.
 #[derive(Debug, Clone)]
@@ -122,31 +142,66 @@ pub struct DistanceMax {
     max_ratio: f64,
     min_ratio: f64,
     classes: u64,
+    wanted: u8,
 }
 
 impl DistanceMax {
-    /// No class yet.
+    /// No class yet; every distance wanted.
     pub fn new() -> Self {
+        Self::wanting(Wanted::ALL)
+    }
+
+    /// No class yet; the distances of mask `wanted` ([`Wanted`]) are kept, the others NaN.
+    pub fn wanting(wanted: u8) -> Self {
         DistanceMax {
             emd: [0.0; 3],
             max_ratio: 0.0,
             min_ratio: f64::INFINITY,
             classes: 0,
+            wanted,
         }
     }
 
-    /// The distances of the classes added (every one 0 without a class).
+    /// Whether EMD `k` (equal, ordered, hierarchical) is wanted.
+    #[inline]
+    fn emd_wanted(&self, k: usize) -> bool {
+        self.wanted & (1 << k) != 0
+    }
+
+    /// Whether the largest ratio (β, δ) and the smallest (δ) are wanted.
+    #[inline]
+    fn ratios_wanted(&self) -> (bool, bool) {
+        let delta = self.wanted & Wanted::DELTA != 0;
+        (delta || self.wanted & Wanted::BETA != 0, delta)
+    }
+
+    /// Every wanted EMD at least `bound`'s (unwanted ones are not looked at).
+    #[inline]
+    fn emd_reach(&self, bound: &[f64; 3]) -> bool {
+        (0..3).all(|k| !self.emd_wanted(k) || bound[k] <= self.emd[k])
+    }
+
+    /// The distances of the classes added (every wanted one 0 without a class).
     pub fn finish(&self, model: &SensitiveModel) -> Distances {
         let hierarchical = model.has_hierarchy();
-        if self.classes == 0 {
-            return Distances::zero(hierarchical);
-        }
+        let d = if self.classes == 0 {
+            Distances::zero(hierarchical)
+        } else {
+            Distances {
+                t_equal: self.emd[0],
+                t_ordered: self.emd[1],
+                t_hierarchical: if hierarchical { self.emd[2] } else { f64::NAN },
+                beta: (self.max_ratio - 1.0).max(0.0),
+                delta: self.max_ratio.ln().max(-self.min_ratio.ln()).max(0.0),
+            }
+        };
+        let keep = |bit: u8, v: f64| if self.wanted & bit != 0 { v } else { f64::NAN };
         Distances {
-            t_equal: self.emd[0],
-            t_ordered: self.emd[1],
-            t_hierarchical: if hierarchical { self.emd[2] } else { f64::NAN },
-            beta: (self.max_ratio - 1.0).max(0.0),
-            delta: self.max_ratio.ln().max(-self.min_ratio.ln()).max(0.0),
+            t_equal: keep(Wanted::T_EQUAL, d.t_equal),
+            t_ordered: keep(Wanted::T_ORDERED, d.t_ordered),
+            t_hierarchical: keep(Wanted::T_HIERARCHICAL, d.t_hierarchical),
+            beta: keep(Wanted::BETA, d.beta),
+            delta: keep(Wanted::DELTA, d.delta),
         }
     }
 }
@@ -214,6 +269,18 @@ impl SingleValues {
         }
         self.bits[w] |= 1 << b;
         self.any = true;
+    }
+
+    /// Marks every value of bit set `set` (codes below 32).
+    #[inline]
+    pub fn mark_set(&mut self, set: u32) {
+        if set != 0 {
+            if self.bits.is_empty() {
+                self.bits.push(0);
+            }
+            self.bits[0] |= set as u64;
+            self.any = true;
+        }
     }
 
     /// Adds the marked values' classes to `acc` and clears the set.
@@ -411,9 +478,10 @@ impl SensitiveModel {
     /// largest ratio is N / (the rarest value's count), and no ratio can fall below
     /// 1 / (max_class p_max), whose logarithm the largest ratio's already exceeds.
     pub fn settled(&self, acc: &DistanceMax, max_class: u64) -> bool {
-        acc.emd.iter().zip(&self.cap.emd).all(|(a, c)| a >= c)
-            && acc.max_ratio >= self.cap.max_ratio
-            && acc.max_ratio * (1.0 - 1e-9) >= max_class as f64 * self.cap.p_max
+        let (high, low) = acc.ratios_wanted();
+        acc.emd_reach(&self.cap.emd)
+            && (!high || acc.max_ratio >= self.cap.max_ratio)
+            && (!low || acc.max_ratio * (1.0 - 1e-9) >= max_class as f64 * self.cap.p_max)
     }
 
     /// A quick form of [`Self::cannot_change`] for one node: the bit set of the values (codes
@@ -421,13 +489,16 @@ impl SensitiveModel {
     /// which no ratio of a class can fall low enough to matter. A class holding only such values
     /// and no larger cannot change `acc`.
     pub fn dominated(&self, acc: &DistanceMax) -> (u32, u64) {
+        let (high, low) = acc.ratios_wanted();
         let mut set = 0u32;
         for (v, e) in self.single.iter().enumerate().take(32) {
             let ratio = self.total as f64 / self.counts[v] as f64;
-            if e.iter().zip(&acc.emd).all(|(a, b)| a <= b) && ratio * (1.0 + 1e-9) <= acc.max_ratio
-            {
+            if acc.emd_reach(e) && (!high || ratio * (1.0 + 1e-9) <= acc.max_ratio) {
                 set |= 1 << v;
             }
+        }
+        if !low {
+            return (set, u64::MAX);
         }
         // low · max_ratio ≥ 1 with low ≥ 1 / (n p_max).
         let n_ok = (acc.max_ratio / self.cap.p_max * (1.0 - 1e-9)).floor();
@@ -454,9 +525,10 @@ impl SensitiveModel {
         // A relative slack covers the rounding of these bounds against the exact ratios.
         let high = max_inv * (n - values.count_ones() as f64 + 1.0) / n * (1.0 + 1e-9);
         let low = min_inv / n * (1.0 - 1e-9);
-        emd.iter().zip(&acc.emd).all(|(a, b)| a <= b)
-            && high <= acc.max_ratio
-            && (low >= acc.min_ratio || low * acc.max_ratio >= 1.0)
+        let (want_high, want_low) = acc.ratios_wanted();
+        acc.emd_reach(&emd)
+            && (!want_high || high <= acc.max_ratio)
+            && (!want_low || low >= acc.min_ratio || low * acc.max_ratio >= 1.0)
     }
 
     /// Adds a class holding value `v` only: its precomputed EMDs, and p_E(v) = 1.
@@ -518,6 +590,7 @@ impl SensitiveModel {
         let mut ordered = 0u64;
         let mut cum = 0u64;
         match &self.order {
+            _ if !acc.emd_wanted(1) => {}
             None => {
                 for (&c, &count_cum) in h.iter().zip(&self.cum_counts) {
                     cum += c as u64;
@@ -564,15 +637,19 @@ impl SensitiveModel {
         if !s.ordered.is_sorted_by_key(|x| x.0) {
             s.ordered.sort_unstable_by_key(|x| x.0);
         }
-        let ordered = self.ordered_sum(&s.ordered, n);
+        let ordered = if acc.emd_wanted(1) {
+            self.ordered_sum(&s.ordered, n)
+        } else {
+            0
+        };
         let t_hierarchical = match &self.tree {
-            Some(t) => {
+            Some(t) if acc.emd_wanted(2) => {
                 let ordered = std::mem::take(&mut s.ordered);
                 let emd = self.hierarchical_emd(t, &ordered, s);
                 s.ordered = ordered;
                 emd
             }
-            None => 0.0,
+            _ => 0.0,
         };
         self.fold(acc, abs, ordered, n, ratios);
         acc.emd[2] = acc.emd[2].max(t_hierarchical);

@@ -166,6 +166,9 @@ pub enum Sensitive {
     Distinct,
     /// The count of every value in each class.
     Counts,
+    /// The counts, measured as a distance from the input's distribution (one bit of
+    /// [`crate::distribution::Wanted`] per distance).
+    Distance(u8),
 }
 
 /// When a requirement in the index's good direction (`k >= 5`, `t_equal <= 0.2`) is monotone:
@@ -301,7 +304,7 @@ pub const INDICES: [IndexInfo; 24] = [
         Real,
         false,
         true,
-        Counts,
+        Sensitive::Distance(crate::distribution::Wanted::T_EQUAL),
         WithoutSuppression,
         |x| x.t_equal,
     ),
@@ -312,7 +315,7 @@ pub const INDICES: [IndexInfo; 24] = [
         Real,
         false,
         true,
-        Counts,
+        Sensitive::Distance(crate::distribution::Wanted::T_ORDERED),
         WithoutSuppression,
         |x| x.t_ordered,
     ),
@@ -323,7 +326,7 @@ pub const INDICES: [IndexInfo; 24] = [
         HierarchyReal,
         false,
         true,
-        Counts,
+        Sensitive::Distance(crate::distribution::Wanted::T_HIERARCHICAL),
         WithoutSuppression,
         |x| x.t_hierarchical.unwrap_or(f64::NAN),
     ),
@@ -334,7 +337,7 @@ pub const INDICES: [IndexInfo; 24] = [
         Real,
         false,
         true,
-        Counts,
+        Sensitive::Distance(crate::distribution::Wanted::BETA),
         Never,
         |x| x.beta,
     ),
@@ -345,7 +348,7 @@ pub const INDICES: [IndexInfo; 24] = [
         Real,
         false,
         true,
-        Counts,
+        Sensitive::Distance(crate::distribution::Wanted::DELTA),
         Never,
         |x| x.delta_disclosure,
     ),
@@ -561,6 +564,24 @@ impl Index {
     /// What evaluating it needs of the sensitive attribute.
     pub fn uses_sensitive(&self) -> Sensitive {
         self.info().sensitive
+    }
+
+    /// What evaluating all of `indices` needs: per-value counts, value sets (distinct l), and
+    /// which distances (a [`crate::distribution::Wanted`] mask).
+    pub fn needs(indices: &[Index]) -> (bool, bool, u8) {
+        let mut out = (false, false, 0u8);
+        for i in indices {
+            match i.uses_sensitive() {
+                Sensitive::No => {}
+                Sensitive::Distinct => out.1 = true,
+                Sensitive::Counts => out.0 = true,
+                Sensitive::Distance(bit) => {
+                    out.0 = true;
+                    out.2 |= bit;
+                }
+            }
+        }
+        out
     }
 }
 
