@@ -558,15 +558,8 @@ impl SensitiveModel {
     ) {
         let m = self.p.len();
         let h = &h[..m];
-        if self.tree.is_some() {
-            let cells = h
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(v, &c)| (v as u32, c as u64));
-            return self.add_class(acc, cells, size, s);
-        }
-        if size >= self.exact_below {
+        // The hierarchical EMD and classes too large for exact 64-bit sums take the cell path.
+        if self.tree.is_some() || size >= self.exact_below {
             let cells = h
                 .iter()
                 .enumerate()
@@ -587,24 +580,25 @@ impl SensitiveModel {
         if ratios.is_empty() {
             return;
         }
-        let mut ordered = 0u64;
-        let mut cum = 0u64;
-        match &self.order {
-            _ if !acc.emd_wanted(1) => {}
-            None => {
-                for (&c, &count_cum) in h.iter().zip(&self.cum_counts) {
-                    cum += c as u64;
-                    ordered += (cum * big_n).abs_diff(n * count_cum);
-                }
-            }
-            Some(order) => {
-                for (&v, &count_cum) in order.iter().zip(&self.cum_counts) {
-                    cum += h[v as usize] as u64;
-                    ordered += (cum * big_n).abs_diff(n * count_cum);
-                }
-            }
-        }
+        let ordered = match &self.order {
+            _ if !acc.emd_wanted(1) => 0,
+            None => self.ordered_counts(h.iter().copied(), n),
+            Some(order) => self.ordered_counts(order.iter().map(|&v| h[v as usize]), n),
+        };
         self.fold(acc, abs, ordered as u128, n, ratios);
+    }
+
+    /// Σ_i |C(i) N − n CUM(i)| for a class's counts given in rank order.
+    #[inline]
+    fn ordered_counts(&self, counts: impl Iterator<Item = u32>, n: u64) -> u64 {
+        let mut cum = 0u64;
+        counts
+            .zip(&self.cum_counts)
+            .map(|(c, &count_cum)| {
+                cum += c as u64;
+                (cum * self.total).abs_diff(n * count_cum)
+            })
+            .sum()
     }
 
     fn add_cells(

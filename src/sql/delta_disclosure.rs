@@ -3,45 +3,27 @@
 
 use std::sync::LazyLock;
 
-use arrow::datatypes::DataType;
-use datafusion::common::{Result, plan_err};
 use datafusion::logical_expr::Documentation;
 
-use super::histogram::{Finish, HistogramAggregate, HistogramSpec, Profiles, no_param};
+use super::histogram::{
+    Finish, HistogramAggregate, HistogramSpec, Profiles, distance_doc, no_param, profile_arg,
+};
 
 static DOC: LazyLock<Documentation> = LazyLock::new(|| {
-    Documentation::builder(
-        super::table::doc_section(),
-        "δ-disclosure of a group: the largest |ln(p_E(s) / p(s))| over the sensitive values present in the group, against the profile's input. NULLs are ignored; an empty group gives NULL. The profile's input is read once per \
-         query (its distribution); a value absent from it is an error. Worked example: a value held by 1 of 9 input rows and 1 of the group's 3: ln 3.",
-        "delta_disclosure(sensitive, 'profile')",
+    distance_doc(
+        "delta_disclosure",
+        "δ-disclosure of a group: the largest |ln(p_E(s) / p(s))| over the sensitive values \
+         present in the group, against the profile's input.",
+        "a value held by 1 of 9 input rows and 1 of the group's 3: ln 3",
+        "SELECT max(delta_disclosure(occupation, 'adult')) FROM adult GROUP BY generalize(age, \
+         'age', 3);",
     )
-    .with_sql_example("SELECT max(delta_disclosure(occupation, 'adult')) FROM adult GROUP BY generalize(age, 'age', 3);")
-    .with_argument(
-        "sensitive",
-        "The sensitive attribute (any type, compared by text form with the profile's values).",
-    )
-    .with_argument("profile", "A declared profile (pbg_profile), as a string constant.")
-    .build()
 });
-
-fn check(args: &[DataType]) -> Result<()> {
-    if !matches!(
-        args[1],
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-    ) {
-        return plan_err!(
-            "delta_disclosure: the second argument must be a profile name, got {}",
-            args[1]
-        );
-    }
-    Ok(())
-}
 
 static SPEC: HistogramSpec = HistogramSpec {
     name: "delta_disclosure",
     arity: 2,
-    check,
+    check: profile_arg,
     param: no_param,
     finish: Finish::Distance(|d| d.delta),
     doc: || &DOC,

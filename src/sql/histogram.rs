@@ -86,7 +86,7 @@ pub(super) struct HistogramSpec {
     /// Number of arguments (the first is the value; others are constants read by `param`).
     pub arity: usize,
     /// Checks the argument types at planning.
-    pub check: fn(&[DataType]) -> Result<()>,
+    pub check: fn(&str, &[DataType]) -> Result<()>,
     /// Reads the constant parameter from the arguments (0 when there is none; distances read the
     /// profile name instead).
     pub param: fn(&AccumulatorArgs) -> Result<f64>,
@@ -193,7 +193,7 @@ impl AggregateUDFImpl for HistogramAggregate {
     }
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        (self.spec.check)(args)?;
+        (self.spec.check)(self.spec.name, args)?;
         Ok(DataType::Float64)
     }
 
@@ -227,8 +227,45 @@ pub(super) fn no_param(_: &AccumulatorArgs) -> Result<f64> {
 }
 
 /// Any argument types.
-pub(super) fn any_types(_: &[DataType]) -> Result<()> {
+pub(super) fn any_types(_: &str, _: &[DataType]) -> Result<()> {
     Ok(())
+}
+
+/// A distance aggregate's arguments: any sensitive type, then a profile name.
+pub(super) fn profile_arg(name: &str, args: &[DataType]) -> Result<()> {
+    if !matches!(
+        args[1],
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    ) {
+        return datafusion::common::plan_err!(
+            "{name}: the second argument must be a profile name, got {}",
+            args[1]
+        );
+    }
+    Ok(())
+}
+
+/// The documentation of a distance aggregate: what it measures, a worked value and an example.
+pub(super) fn distance_doc(name: &str, what: &str, worked: &str, example: &str) -> Documentation {
+    Documentation::builder(
+        super::table::doc_section(),
+        format!(
+            "{what} NULLs are ignored; an empty group gives NULL. The profile's input is read once \
+             per query (its distribution); a value absent from it is an error. Worked example: \
+             {worked}."
+        ),
+        format!("{name}(sensitive, 'profile')"),
+    )
+    .with_sql_example(example)
+    .with_argument(
+        "sensitive",
+        "The sensitive attribute (any type, compared by text form with the profile's values).",
+    )
+    .with_argument(
+        "profile",
+        "A declared profile (pbg_profile), as a string constant.",
+    )
+    .build()
 }
 
 /// The intermediate state: the distinct values and their counts, as two lists.

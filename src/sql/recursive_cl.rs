@@ -58,7 +58,7 @@ fn c_of(args: &AccumulatorArgs) -> Result<f64> {
     }
 }
 
-fn check(args: &[DataType]) -> Result<()> {
+fn check(_: &str, args: &[DataType]) -> Result<()> {
     if !args[1].is_numeric() {
         return plan_err!("recursive_cl: c must be a number, got {}", args[1]);
     }
