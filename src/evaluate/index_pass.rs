@@ -223,6 +223,7 @@ impl Evaluator {
         let totals = &self.dataset.sensitive.counts;
         let mut out = Shape::EMPTY;
         let losses = self.node_losses(node);
+        let nu_extra = self.nu.suppressed_extra(node);
         let keys = self.node_keys(node);
         let dqis = &self.dataset.qis;
         let mut scratch = crate::distribution::DistanceScratch::default();
@@ -271,10 +272,10 @@ impl Evaluator {
             if size <= j {
                 // One read of each QI's group gives both losses of suppressing the class.
                 let (mut glm, mut nu) = (0.0, 0.0);
-                for (d, l) in losses.iter().enumerate() {
-                    let g = keys.code(dqis, node, class.key, d);
-                    glm += l[g as usize];
-                    nu += self.nu.suppressed_extra(d, node[d], g);
+                for (d, (l, x)) in losses.iter().zip(&nu_extra).enumerate() {
+                    let g = keys.code(dqis, node, class.key, d) as usize;
+                    glm += l[g];
+                    nu += x[g];
                 }
                 out.glm_suppressed += size as f64 * (qis - glm);
                 out.nu_suppressed += size as f64 * nu;

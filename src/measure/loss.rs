@@ -59,10 +59,12 @@ impl NuEntropy {
             .sum()
     }
 
-    /// What one suppressed tuple of the group `g` of QI `d` at level `l` adds to the base.
-    #[inline]
-    pub fn suppressed_extra(&self, d: usize, l: u8, g: u32) -> f64 {
-        self.suppressed[d][l as usize][g as usize]
+    /// Per QI, what one suppressed tuple of each group at `node`'s level adds to the base.
+    pub fn suppressed_extra(&self, node: &[u8]) -> Vec<&[f64]> {
+        node.iter()
+            .enumerate()
+            .map(|(d, &l)| self.suppressed[d][l as usize].as_slice())
+            .collect()
     }
 }
 
