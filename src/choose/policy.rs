@@ -66,6 +66,54 @@ impl Measure {
     }
 }
 
+/// One requirement judged on a release: the value and whether it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// The requirement as text.
+    pub requirement: String,
+    /// The index's value for the release.
+    pub value: f64,
+    /// Whether the requirement holds.
+    pub holds: bool,
+}
+
+/// Judges `require` on a checked release. With its input (`engine`: the engine's indices of the
+/// node the release was confirmed to be exactly the release of) the engine's value is used, so
+/// that `anonymize` and `verify` decide a bound at the same bits; alone, the values recomputed
+/// from the release. Fails naming an index a release does not determine.
+pub fn judge(
+    require: &[Requirement],
+    check: &ReleaseCheck,
+    engine: Option<&NodeIndices>,
+) -> Result<Vec<Judgement>> {
+    let with_input = engine.is_some();
+    require
+        .iter()
+        .map(|r| {
+            let value = r
+                .measure
+                .of_check(check)
+                .map(|v| engine.map_or(v, |e| r.measure.of(e)))
+                .ok_or_else(|| {
+                    let without = if with_input { "" } else { " without its input" };
+                    PbgError::argument(
+                        "require",
+                        format!(
+                            "`{}` cannot be recomputed from a release{without} (use {})",
+                            r.measure.name(),
+                            Measure::checkable(with_input)
+                        ),
+                    )
+                })?;
+            Ok(Judgement {
+                requirement: r.text(),
+                value,
+                holds: r.holds(value),
+            })
+        })
+        .collect()
+}
+
 /// A comparison operator of a requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -116,12 +164,20 @@ impl Requirement {
                     )
                 })?;
                 let measure = Measure::parse_as(&item[..pos], arg)?;
-                let value: f64 = item[pos + len..].trim().parse().map_err(|_| {
-                    PbgError::argument(
-                        arg,
-                        format!("`{item}`: `{}` is not a number", item[pos + len..].trim()),
-                    )
-                })?;
+                let value: f64 = item[pos + len..]
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|v: &f64| v.is_finite())
+                    .ok_or_else(|| {
+                        PbgError::argument(
+                            arg,
+                            format!(
+                                "`{item}`: `{}` is not a finite number",
+                                item[pos + len..].trim()
+                            ),
+                        )
+                    })?;
                 Ok(Requirement { measure, op, value })
             })
             .collect()

@@ -144,6 +144,10 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
             (None, Some(text)) => {
                 let node = ev.parse_node(text)?;
                 // With an explicit node, --require is checked before anything is written.
+                let present = pbg::indices::Present::of(ev.dataset());
+                for r in &require {
+                    r.measure.check_defined(present)?;
+                }
                 let ix = ev.evaluate(&node)?;
                 for r in &require {
                     if !r.holds(r.measure.of(&ix)) {
@@ -168,6 +172,13 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
         &a.output,
     )?;
     let mut report = serde_json::to_value(&summary)?;
+    // Every index, as `evaluate` prints them (computed ones such as risk_prosecutor included).
+    let present = pbg::indices::Present {
+        class: profile.class.is_some(),
+        sensitive_hierarchy: profile.sensitive_hierarchy.is_some(),
+    };
+    report["indices"] =
+        serde_json::Value::Object(super::output::index_fields(&summary.indices, present));
     report["suppression_rule"] = serde_json::Value::String(profile.suppression_rule.describe());
     if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
         report["pick"] = serde_json::to_value(p)?;

@@ -5,19 +5,24 @@ use pbg::indices::Present;
 use pbg::lattice::Lattice;
 use serde_json::{Map, Value, json};
 
-/// The `evaluate` fields of a node: `node`, `lattice_size`, then every index in the order of
-/// [`pbg::indices::INDICES`] (the optional ones only where the dataset defines them).
+/// The `evaluate` fields of a node: `node`, `lattice_size`, then [`index_fields`].
 pub fn indices_json(ix: &NodeIndices, lattice: &Lattice, present: Present) -> Map<String, Value> {
-    use pbg::indices::{INDICES, Kind};
     let mut m = Map::new();
     m.insert("node".into(), json!(ix.node));
     m.insert("lattice_size".into(), size_json(lattice));
-    for info in INDICES.iter() {
+    m.extend(index_fields(ix, present));
+    m
+}
+
+/// Every index of [`pbg::indices::INDICES`] in order (the optional ones only where the dataset
+/// defines them; counts as integers).
+pub fn index_fields(ix: &NodeIndices, present: Present) -> Map<String, Value> {
+    use pbg::indices::{INDICES, Kind};
+    let mut m = Map::new();
+    for info in INDICES.iter().filter(|i| present.has(i.kind)) {
         let v = match info.kind {
             Kind::Count => json!((info.value)(ix) as u64),
-            Kind::Real => json!((info.value)(ix)),
-            _ if !present.has(info.kind) => continue,
-            Kind::ClassReal | Kind::HierarchyReal => json!((info.value)(ix)),
+            Kind::Real | Kind::ClassReal | Kind::HierarchyReal => json!((info.value)(ix)),
         };
         m.insert(info.name.into(), v);
     }

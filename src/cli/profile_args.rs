@@ -108,6 +108,10 @@ impl ProfileArgs {
             profile.qis = qis;
         }
         if let Some(s) = &self.sensitive {
+            // The file's sensitive hierarchy belongs to its sensitive attribute, not this one.
+            if profile.sensitive != *s {
+                profile.sensitive_hierarchy = None;
+            }
             profile.sensitive = s.clone();
         }
         if let Some(h) = &self.sensitive_hierarchy {

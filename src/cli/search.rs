@@ -42,7 +42,8 @@ pub struct SearchArgs {
     /// Search algorithm.
     #[arg(long, value_enum, default_value = "exhaustive")]
     algorithm: Algorithm,
-    /// Discretization vector ε, one value per objective (EA; default all ones).
+    /// Discretization vector ε, one value per objective (EA; default 1, and 0.01 for objectives
+    /// in [0, 1]: t_*, risk_*, uniques, precision, cm).
     #[arg(long, value_name = "E1,E2,...")]
     epsilon: Option<String>,
     /// EA population size.

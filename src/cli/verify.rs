@@ -46,6 +46,10 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     }
     let profile = a.profile.profile()?;
     let dataset = Dataset::load_statistics(&profile)?;
+    let present = pbg::indices::Present::of(&dataset);
+    for r in &require {
+        r.measure.check_defined(present)?;
+    }
     // The rule the release was made with: the one given, else the requirement rule (when there
     // are requirements) and then the DBSEC rule — the release must be exactly one of them.
     let rules = match a.suppression_rule.as_deref() {
@@ -73,8 +77,8 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         ds.profile.suppression_rule = rule;
         let ev = Evaluator::new(Arc::new(ds))?;
         match block_on(verify_release(&ctx, &ev, &a.release, None, None))? {
-            Ok((check, _)) => {
-                outcome = Some((check, ev, rule));
+            Ok((check, expected)) => {
+                outcome = Some((check, expected, ev, rule));
                 break;
             }
             Err(e) => {
@@ -82,12 +86,12 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let Some((check, ev, rule)) = outcome else {
+    let Some((check, expected, ev, rule)) = outcome else {
         return Err(first_error
             .map(anyhow::Error::from)
             .unwrap_or_else(|| anyhow::anyhow!("no suppression rule to check")));
     };
-    let (results, failed) = requirements(&require, &check, true)?;
+    let (results, failed) = requirements(&require, &check, Some(&expected))?;
     let report = serde_json::json!({
         "release": a.release,
         "node": check.node,
@@ -123,7 +127,7 @@ fn run_alone(a: &VerifyArgs, require: &[Requirement]) -> anyhow::Result<()> {
     let check = block_on(pbg::release::check_release_alone(
         &ctx, &a.release, &a.qis, sensitive,
     ))??;
-    let (results, failed) = requirements(require, &check, false)?;
+    let (results, failed) = requirements(require, &check, None)?;
     let report = serde_json::json!({
         "release": a.release,
         "input": null,
@@ -156,30 +160,23 @@ fn print_report(
     Ok(())
 }
 
-/// Each requirement's value recomputed from the release and whether it holds (JSON rows), and the
-/// failed ones as text. Without the input (`with_input` false), suppression and GLM are unknown.
+/// Each requirement's value and whether it holds (JSON rows, [`pbg::policy::judge`]), and the
+/// failed ones as text.
 fn requirements(
     require: &[Requirement],
     check: &pbg::release::ReleaseCheck,
-    with_input: bool,
+    engine: Option<&pbg::NodeIndices>,
 ) -> anyhow::Result<(Vec<serde_json::Value>, Vec<String>)> {
-    use pbg::policy::Measure;
-    let mut results = Vec::new();
-    let mut failed = Vec::new();
-    for r in require {
-        let value = r.measure.of_check(check).ok_or_else(|| {
-            let usable = Measure::checkable(with_input);
-            let without = if with_input { "" } else { " without its input" };
-            anyhow::anyhow!(
-                "--require: `{}` cannot be recomputed from a release{without} (use {usable})",
-                r.measure.name()
-            )
-        })?;
-        let holds = r.holds(value);
-        if !holds {
-            failed.push(format!("{} ({} = {value})", r.text(), r.measure.name()));
-        }
-        results.push(serde_json::json!({"requirement": r.text(), "value": value, "holds": holds}));
-    }
+    let judged = pbg::policy::judge(require, check, engine)?;
+    let failed = judged
+        .iter()
+        .zip(require)
+        .filter(|(j, _)| !j.holds)
+        .map(|(j, r)| format!("{} ({} = {})", j.requirement, r.measure.name(), j.value))
+        .collect();
+    let results = judged
+        .iter()
+        .map(|j| serde_json::json!({"requirement": j.requirement, "value": j.value, "holds": j.holds}))
+        .collect();
     Ok((results, failed))
 }

@@ -561,6 +561,22 @@ impl Index {
         Err(crate::error::PbgError::argument(self.name(), message))
     }
 
+    /// The default box size ε of PBG-EA's archive for this objective: 1 (the DBSEC setting) for
+    /// counts and unbounded values, 0.01 for shares in [0, 1], which a box of 1 would merge into one.
+    pub fn default_epsilon(&self) -> f64 {
+        match self {
+            Index::TEqual
+            | Index::TOrdered
+            | Index::THierarchical
+            | Index::RiskProsecutor
+            | Index::RiskAverage
+            | Index::Uniques
+            | Index::Precision
+            | Index::Cm => 0.01,
+            _ => 1.0,
+        }
+    }
+
     /// What evaluating it needs of the sensitive attribute.
     pub fn uses_sensitive(&self) -> Sensitive {
         self.info().sensitive

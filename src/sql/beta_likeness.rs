@@ -16,8 +16,8 @@ static DOC: LazyLock<Documentation> = LazyLock::new(|| {
          sensitive value's share in the group over its share in the profile's input, among values \
          more frequent in the group (0 when there is none).",
         "a value held by 1 of 9 input rows and 1 of the group's 3: (1/3 − 1/9) / (1/9) = 2",
-        "SELECT max(beta_likeness(occupation, 'adult')) FROM adult GROUP BY generalize(age, \
-         'age', 3);",
+        "SELECT max(b) FROM (SELECT beta_likeness(occupation, 'adult') AS b FROM adult \
+         GROUP BY generalize(age, 'age', 3));",
     )
 });
 

@@ -1,7 +1,8 @@
 //! A safety net for SQL `COPY ... TO`: an analyzer rule that refuses to write where a table of
 //! the query reads — the same file, a file inside a scanned directory, or one a scanned glob
 //! matches — so that `COPY (SELECT * FROM pbg_anonymize('p', ..)) TO '<the input>'` cannot
-//! replace the input with its release. Only local listing tables are compared.
+//! replace the input with its release. Only local listing tables are compared. Nor may it write
+//! over a declared profile's files: its input, its TOML file, its QI and sensitive hierarchies.
 
 use std::path::PathBuf;
 
@@ -15,9 +16,13 @@ use datafusion::optimizer::AnalyzerRule;
 
 use crate::input::Input;
 
-/// The analyzer rule (registered by [`super::register`]).
+/// The analyzer rule (registered by [`super::register`]), with the registry whose profiles'
+/// files it protects.
 #[derive(Debug, Default)]
-pub struct CopyGuard;
+pub struct CopyGuard {
+    /// The profiles declared in the session.
+    pub registry: std::sync::Arc<super::Registry>,
+}
 
 /// The local paths a plan's listing tables read (globs kept as patterns).
 fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
@@ -53,9 +58,12 @@ impl AnalyzerRule for CopyGuard {
         };
         if let Some((output, input)) = target {
             let output = PathBuf::from(output.strip_prefix("file://").unwrap_or(&output));
+            let refuse = |e: crate::PbgError| DataFusionError::Plan(format!("COPY: {e}"));
             for source in scanned_paths(input)? {
-                crate::io::refuse_overwrite(&output, &Input::Path(source))
-                    .map_err(|e| DataFusionError::Plan(format!("COPY: {e}")))?;
+                crate::io::refuse_overwrite(&output, &Input::Path(source)).map_err(refuse)?;
+            }
+            for profile in self.registry.profiles()? {
+                profile.protect(&output).map_err(refuse)?;
             }
         }
         Ok(plan)

@@ -15,8 +15,8 @@ static DOC: LazyLock<Documentation> = LazyLock::new(|| {
         "δ-disclosure of a group: the largest |ln(p_E(s) / p(s))| over the sensitive values \
          present in the group, against the profile's input.",
         "a value held by 1 of 9 input rows and 1 of the group's 3: ln 3",
-        "SELECT max(delta_disclosure(occupation, 'adult')) FROM adult GROUP BY generalize(age, \
-         'age', 3);",
+        "SELECT max(d) FROM (SELECT delta_disclosure(occupation, 'adult') AS d FROM adult \
+         GROUP BY generalize(age, 'age', 3));",
     )
 });
 

@@ -18,8 +18,8 @@ static DOC: LazyLock<Documentation> = LazyLock::new(|| {
          of the named profile. The group is t-close for every t at or above this value.",
         "p_E = (1/3, 1/3, 1/3) on three of six values whose input shares are (1, 2, 2, 1, 2, \
          1)/9: ½ (2/9 + 2/9 + 1/9 + 1/9 + 2/9 + 2/9) = 5/9",
-        "SELECT max(emd_equal(occupation, 'adult')) FROM adult GROUP BY generalize(age, 'age', \
-         3), sex;",
+        "SELECT max(t) FROM (SELECT emd_equal(occupation, 'adult') AS t FROM adult \
+         GROUP BY generalize(age, 'age', 3), sex);",
     )
 });
 

@@ -17,8 +17,8 @@ static DOC: LazyLock<Documentation> = LazyLock::new(|| {
          between two leaves costing the level of their lowest common group over the hierarchy's \
          height. NULL when the profile has no sensitive hierarchy.",
         "the ICDE 2007 disease classes of Table 4: 7/27, 8/27 and 5/27",
-        "SELECT max(emd_hierarchical(disease, 'patients')) FROM patients GROUP BY substr(zip, 1, \
-         4);",
+        "SELECT substr(zip, 1, 4) AS z, emd_hierarchical(disease, 'patients') AS t \
+         FROM patients GROUP BY 1;",
     )
 });
 

@@ -17,7 +17,7 @@ static DOC: LazyLock<Documentation> = LazyLock::new(|| {
          when every value is a number, else by text), (1/(M−1)) Σ_i |Σ_{j≤i} (p_E(v_j) − p(v_j))| \
          with M the number of distinct sensitive values in the profile's input.",
         "salaries 3k..11k (one each), group {3k, 4k, 5k}: 0.375",
-        "SELECT max(emd_ordered(salary, 'salaries')) FROM people GROUP BY zip;",
+        "SELECT zip AS z, emd_ordered(salary, 'salaries') AS t FROM people GROUP BY 1;",
     )
 });
 

@@ -139,6 +139,13 @@ impl HistogramAggregate {
     }
 
     fn groups(&self, args: &AccumulatorArgs) -> Result<HistogramGroups> {
+        if args.is_distinct {
+            // A histogram of distinct values would weigh every value once: not what these measure.
+            return datafusion::common::plan_err!(
+                "{}: DISTINCT is not supported (the measure needs every row's value)",
+                self.spec.name
+            );
+        }
         let param = (self.spec.param)(args)?;
         let profile = match (&self.spec.finish, &self.profiles) {
             (Finish::Distance(_), Some(p)) => Some(Arc::new(ProfileDistribution {

@@ -49,7 +49,9 @@ pub use registry::{Registry, context_of};
 /// hierarchies for them (add profiles to it before querying).
 pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     let registry = Arc::new(Registry::default());
-    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard));
+    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard {
+        registry: registry.clone(),
+    }));
     ctx.register_udf(ScalarUDF::from(generalize::GeneralizeFunc::new(
         registry.clone(),
     )));

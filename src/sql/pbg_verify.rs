@@ -60,22 +60,22 @@ impl TableFunctionImpl for PbgVerifyFunc {
         };
         let ev = self.registry.statistics(NAME, &name, args.session())?;
         let ctx = context_of(NAME, args.session())?;
-        let (check, _) = block_on(verify_release(&ctx, &ev, &release, None, None))
+        let present = crate::indices::Present::of(ev.dataset());
+        for r in &require {
+            r.measure
+                .check_defined(present)
+                .map_err(|e| plan(NAME, e))?;
+        }
+        let (check, expected) = block_on(verify_release(&ctx, &ev, &release, None, None))
             .map_err(|e| plan(NAME, e))?
             .map_err(|e| plan(NAME, e))?;
-        let mut failed = Vec::new();
-        for r in &require {
-            let Some(value) = r.measure.of_check(&check) else {
-                return plan_err!(
-                    "{NAME}: requirement `{}` cannot be recomputed from a release (use {})",
-                    r.text(),
-                    crate::policy::Measure::checkable(true)
-                );
-            };
-            if !r.holds(value) {
-                failed.push(format!("{} ({} = {value})", r.text(), r.measure.name()));
-            }
-        }
+        let failed: Vec<String> = crate::policy::judge(&require, &check, Some(&expected))
+            .map_err(|e| plan(NAME, e))?
+            .into_iter()
+            .zip(&require)
+            .filter(|(j, _)| !j.holds)
+            .map(|(j, r)| format!("{} ({} = {})", j.requirement, r.measure.name(), j.value))
+            .collect();
         if !failed.is_empty() {
             return plan_err!(
                 "{NAME}: {} is a correct release of node {:?} but does not meet {}",

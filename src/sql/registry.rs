@@ -82,6 +82,12 @@ impl Registry {
         }
     }
 
+    /// Every declared profile.
+    pub fn profiles(&self) -> Result<Vec<Profile>> {
+        let p = self.profiles.read().map_err(|_| lock_error())?;
+        Ok(p.values().cloned().collect())
+    }
+
     /// The declaration of profile `name`, or a planning error listing the known ones.
     pub fn declaration(&self, function: &str, name: &str) -> Result<Profile> {
         let p = self.profiles.read().map_err(|_| lock_error())?;

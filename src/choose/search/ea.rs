@@ -24,7 +24,8 @@ pub struct EaConfig {
     pub p_cross: f64,
     /// Per-attribute mutation probability (default 1 / number of QIs).
     pub p_mut: Option<f64>,
-    /// Discretization vector ε (default all ones).
+    /// Discretization vector ε (default: 1 per objective, 0.01 for shares in [0, 1] such as
+    /// t-closeness, risks, precision and CM; [`crate::indices::Index::default_epsilon`]).
     pub epsilon: Option<Vec<f64>>,
     /// RNG seed: same seed, same archive, on any thread count.
     pub seed: u64,
@@ -69,7 +70,7 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
     let epsilon = cfg
         .epsilon
         .clone()
-        .unwrap_or_else(|| vec![1.0; objectives.len()]);
+        .unwrap_or_else(|| objectives.iter().map(|o| o.default_epsilon()).collect());
     let mut archive = BoxArchive::new(objectives, &epsilon)?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     // The cheapest tables that still give the objectives exactly (one cell per class when the
