@@ -239,18 +239,23 @@ impl Evaluator {
         };
         let dense = sets.is_some();
         if let Some(sets) = sets {
-            let mut one = 0u32;
-            for (i, (size, set)) in sets.enumerate() {
-                if size <= j {
-                    continue;
-                }
-                if set.is_power_of_two() {
-                    one |= set;
-                } else {
-                    multi.push(i as u32);
+            // First the single-value classes (a bit each), whose distances usually bound the
+            // rest; then only the classes those bounds do not settle are kept for measuring.
+            let one = sets
+                .filter(|&(size, set)| size > j && set.is_power_of_two())
+                .fold(0u32, |a, (_, set)| a | set);
+            singles.mark_set(one);
+            singles.drain_into(&self.model, &mut dist);
+            if !self.model.settled(&dist, max_class) {
+                let (dominated, small) = self.model.dominated(&dist);
+                let sets = sens.value_sets().into_iter().flatten();
+                for (i, (size, set)) in sets.enumerate() {
+                    let bounded = set & !dominated == 0 && size <= small;
+                    if size > j && !set.is_power_of_two() && !bounded {
+                        multi.push(i as u32);
+                    }
                 }
             }
-            singles.mark_set(one);
         }
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
