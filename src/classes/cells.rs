@@ -411,16 +411,6 @@ impl CellTable {
         }
     }
 
-    /// The values of class `i` as a bit set (value `v` in bit `v`), for dense tables (at most 16
-    /// values).
-    #[inline]
-    pub fn value_set(&self, i: usize) -> Option<u32> {
-        match &self.0 {
-            Repr::Sparse(_) => None,
-            Repr::Dense(t) => Some(t.value_set(i)),
-        }
-    }
-
     /// (size, value bit set) of every class in key order, for dense tables (at most 16 values).
     pub fn value_sets(&self) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
         match &self.0 {

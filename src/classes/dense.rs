@@ -123,12 +123,6 @@ impl DenseTable {
         self.classes.iter().map(|c| (c.size as u64, c.values))
     }
 
-    /// The values of class `i` as a bit set (value `v` in bit `v`).
-    #[inline]
-    pub(crate) fn value_set(&self, i: usize) -> u32 {
-        self.classes[i].values
-    }
-
     /// The only value of class `i`, if it holds one value.
     #[inline]
     pub(crate) fn single_value(&self, i: usize) -> Option<u32> {

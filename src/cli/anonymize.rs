@@ -119,10 +119,7 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
                 goal: a.goal.clone(),
                 weights: a.weights.clone(),
             },
-            pbg::indices::Present {
-                class: profile.class.is_some(),
-                sensitive_hierarchy: profile.sensitive_hierarchy.is_some(),
-            },
+            pbg::indices::Present::of_profile(&profile),
         )?),
         None => None,
     };
@@ -173,10 +170,7 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
     )?;
     let mut report = serde_json::to_value(&summary)?;
     // Every index, as `evaluate` prints them (computed ones such as risk_prosecutor included).
-    let present = pbg::indices::Present {
-        class: profile.class.is_some(),
-        sensitive_hierarchy: profile.sensitive_hierarchy.is_some(),
-    };
+    let present = pbg::indices::Present::of_profile(&profile);
     report["indices"] =
         serde_json::Value::Object(super::output::index_fields(&summary.indices, present));
     report["suppression_rule"] = serde_json::Value::String(profile.suppression_rule.describe());

@@ -54,6 +54,16 @@ pub struct EncodedAttribute {
     pub counts: Vec<u64>,
 }
 
+impl EncodedAttribute {
+    /// The value code of a text form, if the input holds it (labels are in text order).
+    pub fn code_of(&self, text: &str) -> Option<u32> {
+        self.labels
+            .binary_search_by(|l| l.as_str().cmp(text))
+            .ok()
+            .map(|i| i as u32)
+    }
+}
+
 /// The input with its profile, encoded once for every later evaluation.
 #[derive(Debug, Clone)]
 pub struct Dataset {

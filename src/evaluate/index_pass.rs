@@ -97,8 +97,8 @@ impl Evaluator {
         let shape_needed = released.min_distinct > 1 && counts;
         let distances = counts && released.classes > 0 && self.distances != 0;
         // Suppressed tuples count their value's frequency in the whole table in S_l.
-        let shape = if shape_needed || distances || j > 0 {
-            self.shape_pass(node, sens, j, shape_needed, distances, released.max_size)
+        let shape = if shape_needed || j > 0 {
+            self.shape_pass(node, sens, j, shape_needed)
         } else {
             Shape::EMPTY
         };
@@ -111,7 +111,7 @@ impl Evaluator {
         let dist = if !counts {
             Distances::UNKNOWN
         } else if distances {
-            shape.distances
+            self.distances_of(sens, j, released.max_size)
         } else {
             // No released class (each wanted distance 0), or no distance wanted.
             crate::distribution::DistanceMax::wanting(self.distances).finish(&self.model)
@@ -206,19 +206,10 @@ impl Evaluator {
     }
 
     /// The pass over classes that needs logarithms, keys or cells: for classes larger than `j`,
-    /// the smallest entropy and size / most-frequent-count (when `shape`) and the distances of
-    /// their sensitive distributions (when `distances`); for the classes of at most `j` tuples,
-    /// the GLM and non-uniform entropy their suppression loses and Σ count × the value's count
-    /// in the whole table (their part of S_l).
-    fn shape_pass(
-        &self,
-        node: &[u8],
-        sens: &CellTable,
-        j: u64,
-        shape: bool,
-        distances: bool,
-        max_class: u64,
-    ) -> Shape {
+    /// the smallest entropy and size / most-frequent-count (when `shape`); for the classes of at
+    /// most `j` tuples, the GLM and non-uniform entropy their suppression loses and Σ count × the
+    /// value's count in the whole table (their part of S_l).
+    fn shape_pass(&self, node: &[u8], sens: &CellTable, j: u64, shape: bool) -> Shape {
         let qis = self.dataset.qis.len() as f64;
         let totals = &self.dataset.sensitive.counts;
         let mut out = Shape::EMPTY;
@@ -226,52 +217,10 @@ impl Evaluator {
         let nu_extra = self.nu.suppressed_extra(node);
         let keys = self.node_keys(node);
         let dqis = &self.dataset.qis;
-        let mut scratch = crate::distribution::DistanceScratch::default();
-        let mut dist = crate::distribution::DistanceMax::wanting(self.distances);
-        let mut singles = crate::distribution::SingleValues::default();
-        let mut multi: Vec<u32> = Vec::new();
-        // Dense tables: one tight pass over (size, value set) sorts the released classes into
-        // single-value ones (a bit each) and the rest.
-        let sets = if distances && !shape {
-            sens.value_sets()
-        } else {
-            None
-        };
-        let dense = sets.is_some();
-        if let Some(sets) = sets {
-            // First the single-value classes (a bit each), whose distances usually bound the
-            // rest; then only the classes those bounds do not settle are kept for measuring.
-            let one = sets
-                .filter(|&(size, set)| size > j && set.is_power_of_two())
-                .fold(0u32, |a, (_, set)| a | set);
-            singles.mark_set(one);
-            singles.drain_into(&self.model, &mut dist);
-            if !self.model.settled(&dist, max_class) {
-                let (dominated, small) = self.model.dominated(&dist);
-                let sets = sens.value_sets().into_iter().flatten();
-                for (i, (size, set)) in sets.enumerate() {
-                    let bounded = set & !dominated == 0 && size <= small;
-                    if size > j && !set.is_power_of_two() && !bounded {
-                        multi.push(i as u32);
-                    }
-                }
-            }
-        }
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
-            if size > j && ((!shape && !distances) || dense) {
+            if size > j && !shape {
                 continue;
-            }
-            if size > j && distances && !shape {
-                if let Some(v) = sens.single_value(i) {
-                    singles.mark(v);
-                    continue;
-                }
-                if sens.value_set(i).is_some() {
-                    // Measured after the single-value classes, which usually bound them.
-                    multi.push(i as u32);
-                    continue;
-                }
             }
             let class = sens.class(i);
             if size <= j {
@@ -294,57 +243,83 @@ impl Evaluator {
                 }
                 continue;
             }
-            if distances {
-                match class.histogram() {
-                    Some(h) => self.model.add_histogram(&mut dist, h, size, &mut scratch),
-                    None => {
-                        let cells = class.cells().map(|c| (c.value, c.count as u64));
-                        self.model.add_class(&mut dist, cells, size, &mut scratch);
+            let mut sum_clnc = 0.0;
+            let mut most = 0;
+            let mut distinct = 0;
+            for c in class.cells() {
+                let count = c.count as u64;
+                sum_clnc += count as f64 * self.ln_count(count);
+                most = most.max(count);
+                distinct += 1;
+            }
+            // A class with one sensitive value has entropy exactly 0 (no rounding noise).
+            let entropy = if distinct == 1 {
+                0.0
+            } else {
+                (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
+            };
+            out.min_entropy = out.min_entropy.min(entropy);
+            out.min_prob = out.min_prob.min(size as f64 / most as f64);
+        }
+        out
+    }
+
+    /// The wanted distances of the classes larger than `j` (the largest `max_class` tuples).
+    /// Single-value classes count once per value (a precomputed table); on dense tables they
+    /// come first, and every other class is measured only if its values' bounds could raise the
+    /// maximum ([`crate::distribution::SensitiveModel::cannot_change`]).
+    fn distances_of(&self, sens: &CellTable, j: u64, max_class: u64) -> Distances {
+        use crate::distribution::{DistanceMax, DistanceScratch, SingleValues};
+        let model = &self.model;
+        let mut dist = DistanceMax::wanting(self.distances);
+        let mut scratch = DistanceScratch::default();
+        let mut singles = SingleValues::default();
+        let mut measure = |dist: &mut DistanceMax, i: usize, size: u64| {
+            let class = sens.class(i);
+            match class.histogram() {
+                Some(h) => model.add_histogram(dist, h, size, &mut scratch),
+                None => {
+                    let cells = class.cells().map(|c| (c.value, c.count as u64));
+                    model.add_class(dist, cells, size, &mut scratch);
+                }
+            }
+        };
+        match sens.value_sets() {
+            Some(sets) => {
+                let one = sets
+                    .filter(|&(size, set)| size > j && set.is_power_of_two())
+                    .fold(0u32, |a, (_, set)| a | set);
+                singles.mark_set(one);
+                singles.drain_into(model, &mut dist);
+                if !model.settled(&dist, max_class) {
+                    let (dominated, small) = model.dominated(&dist);
+                    let sets = sens.value_sets().into_iter().flatten();
+                    for (i, (size, set)) in sets.enumerate() {
+                        let skip = size <= j
+                            || set.is_power_of_two()
+                            || (set & !dominated == 0 && size <= small)
+                            || model.cannot_change(&dist, set, size);
+                        if !skip {
+                            measure(&mut dist, i, size);
+                        }
                     }
                 }
             }
-            if shape {
-                let mut sum_clnc = 0.0;
-                let mut most = 0;
-                let mut distinct = 0;
-                for c in class.cells() {
-                    let count = c.count as u64;
-                    sum_clnc += count as f64 * self.ln_count(count);
-                    most = most.max(count);
-                    distinct += 1;
+            None => {
+                for i in 0..sens.num_classes() {
+                    let size = sens.class_size(i);
+                    if size <= j {
+                        continue;
+                    }
+                    match sens.single_value(i) {
+                        Some(v) => singles.mark(v),
+                        None => measure(&mut dist, i, size),
+                    }
                 }
-                // A class with one sensitive value has entropy exactly 0 (no rounding noise).
-                let entropy = if distinct == 1 {
-                    0.0
-                } else {
-                    (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
-                };
-                out.min_entropy = out.min_entropy.min(entropy);
-                out.min_prob = out.min_prob.min(size as f64 / most as f64);
+                singles.drain_into(model, &mut dist);
             }
         }
-        singles.drain_into(&self.model, &mut dist);
-        if self.model.settled(&dist, max_class) {
-            multi.clear();
-        }
-        let (dominated, small) = self.model.dominated(&dist);
-        for &i in &multi {
-            let i = i as usize;
-            let size = sens.class_size(i);
-            let set = sens.value_set(i).unwrap_or(u32::MAX);
-            if set & !dominated == 0 && size <= small {
-                continue;
-            }
-            if self.model.cannot_change(&dist, set, size) {
-                continue;
-            }
-
-            if let Some(h) = sens.class(i).histogram() {
-                self.model.add_histogram(&mut dist, h, size, &mut scratch);
-            }
-        }
-        out.distances = dist.finish(&self.model);
-        out
+        dist.finish(model)
     }
 }
 
@@ -356,7 +331,6 @@ struct Shape {
     nu_suppressed: f64,
     sum_tot: u64,
     sum_sq: u64,
-    distances: Distances,
 }
 
 impl Shape {
@@ -367,7 +341,6 @@ impl Shape {
         nu_suppressed: 0.0,
         sum_tot: 0,
         sum_sq: 0,
-        distances: Distances::UNKNOWN,
     };
 }
 

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 
 use crate::hierarchy::Hierarchy;
 
-/// The distances of one class (or the largest over several classes, see [`Distances::max`]).
+/// The distances of one class, or the largest over a node's classes ([`DistanceMax`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Distances {
     /// EMD with equal ground distance (total variation distance).
@@ -43,18 +43,6 @@ impl Distances {
         beta: f64::NAN,
         delta: f64::NAN,
     };
-
-    /// Component-wise maximum (the node's value is the worst class's).
-    pub fn max(self, o: Distances) -> Distances {
-        // f64::max ignores a NaN operand; a missing hierarchy is NaN on both sides.
-        Distances {
-            t_equal: self.t_equal.max(o.t_equal),
-            t_ordered: self.t_ordered.max(o.t_ordered),
-            t_hierarchical: self.t_hierarchical.max(o.t_hierarchical),
-            beta: self.beta.max(o.beta),
-            delta: self.delta.max(o.delta),
-        }
-    }
 }
 
 /// Which distances an evaluation computes, as bits (the others are NaN): a search that optimizes
@@ -107,16 +95,13 @@ pub struct SensitiveModel {
     cum_counts: Vec<u64>,
     /// Σ_{j < i} cum_counts(j), i in 0..=M.
     cum_counts_prefix: Vec<u128>,
-    /// The largest class size whose sums over the M values fit 64-bit integers.
+    /// The largest class size whose sums over the M values fit 64-bit integers (the histogram
+    /// path; larger classes take the cell path, which sums in 128 bits).
     exact_below: u64,
     /// Position of each value code in the order of `t_ordered`.
     rank: Vec<u32>,
     /// The value codes in that order, when it is not the codes' own.
     order: Option<Vec<u32>>,
-    /// P(i) = Σ_{j ≤ i} p(v_j) by rank.
-    cum: Vec<f64>,
-    /// Σ_{j < i} P(j), i in 0..=M.
-    cum_prefix: Vec<f64>,
     tree: Option<Tree>,
     /// The EMDs (equal, ordered, hierarchical) of a class holding one value only, by value code:
     /// such classes are most of a fine node's, and need no pass then.
@@ -325,17 +310,6 @@ impl SensitiveModel {
         for (r, &v) in order.iter().enumerate() {
             rank[v as usize] = r as u32;
         }
-        let mut cum = Vec::with_capacity(order.len());
-        let mut acc = 0u64;
-        for &v in &order {
-            acc += counts[v as usize];
-            cum.push(acc as f64 / n);
-        }
-        let mut cum_prefix = Vec::with_capacity(cum.len() + 1);
-        cum_prefix.push(0.0);
-        for &c in &cum {
-            cum_prefix.push(cum_prefix.last().copied().unwrap_or(0.0) + c);
-        }
         let tree = hierarchy.map(|(h, leaf_of_value)| {
             let height = h.height() as usize;
             let mut leaf_mass = vec![0u64; h.leaf_count()];
@@ -386,8 +360,6 @@ impl SensitiveModel {
             exact_below,
             rank,
             order: (!identity).then_some(order),
-            cum,
-            cum_prefix,
             tree,
             single: Vec::new(),
             cap: Cap::default(),
@@ -585,7 +557,7 @@ impl SensitiveModel {
             None => self.ordered_counts(h.iter().copied(), n),
             Some(order) => self.ordered_counts(order.iter().map(|&v| h[v as usize]), n),
         };
-        self.fold(acc, abs, ordered as u128, n, ratios);
+        self.fold(acc, abs as u128, ordered as u128, n, ratios);
     }
 
     /// Σ_i |C(i) N − n CUM(i)| for a class's counts given in rank order.
@@ -608,16 +580,14 @@ impl SensitiveModel {
         size: u64,
         s: &mut DistanceScratch,
     ) {
-        if size >= self.exact_below {
-            return self.add_cells_float(acc, cells, size, s);
-        }
         let (n, big_n) = (size, self.total);
-        let (mut abs, mut present) = (0u64, 0u64);
+        // u128 sums: c N and n count(v) each fit 64 bits (counts are u32), their sums may not.
+        let (mut abs, mut present) = (0u128, 0u64);
         let mut ratios = Ratios::new();
         s.ordered.clear();
         for (v, c) in cells {
             let count = self.counts[v as usize];
-            abs += (c * big_n).abs_diff(n * count);
+            abs += (c * big_n).abs_diff(n * count) as u128;
             present += count;
             ratios.add(c, count);
             s.ordered
@@ -627,7 +597,7 @@ impl SensitiveModel {
             return;
         }
         // Values absent from the class each differ by their whole n N p(v).
-        abs += n * (big_n - present);
+        abs += n as u128 * (big_n - present) as u128;
         if !s.ordered.is_sorted_by_key(|x| x.0) {
             s.ordered.sort_unstable_by_key(|x| x.0);
         }
@@ -652,7 +622,7 @@ impl SensitiveModel {
     /// Folds one class's exact sums into `acc`: each distance is the correctly rounded quotient
     /// of two integers, so that every path (cells, histogram, single value) gives the same bits.
     #[inline]
-    fn fold(&self, acc: &mut DistanceMax, abs: u64, ordered: u128, n: u64, ratios: Ratios) {
+    fn fold(&self, acc: &mut DistanceMax, abs: u128, ordered: u128, n: u64, ratios: Ratios) {
         let scale = n as f64 * self.total as f64;
         let m = self.counts.len();
         acc.classes += 1;
@@ -692,81 +662,6 @@ impl SensitiveModel {
         let prefix = &self.cum_counts_prefix;
         let below = (t - a) as u128 * cn - n * (prefix[t] - prefix[a]);
         let above = n * (prefix[b] - prefix[t]) - (b - t) as u128 * cn;
-        below + above
-    }
-
-    /// [`Self::add_cells`] in floating point, for classes so large that the exact sums could
-    /// overflow 64 bits (N n beyond 2^64 / 2M).
-    fn add_cells_float(
-        &self,
-        acc: &mut DistanceMax,
-        cells: impl Iterator<Item = (u32, u64)>,
-        size: u64,
-        s: &mut DistanceScratch,
-    ) {
-        let (mut abs_present, mut p_present) = (0.0, 0.0);
-        let mut ratios = Ratios::new();
-        s.ordered.clear();
-        for (v, c) in cells {
-            let (q, p) = (c as f64 / size as f64, self.p[v as usize]);
-            abs_present += (q - p).abs();
-            p_present += p;
-            ratios.add(c, self.counts[v as usize]);
-            s.ordered.push((self.rank[v as usize], q, v, c));
-        }
-        if s.ordered.is_empty() {
-            return;
-        }
-        let (hi, lo) = ratios.values(size, self.total);
-        acc.classes += 1;
-        acc.max_ratio = acc.max_ratio.max(hi);
-        acc.min_ratio = acc.min_ratio.min(lo);
-        let t_equal = 0.5 * (abs_present + (1.0 - p_present).max(0.0));
-        if !s.ordered.is_sorted_by_key(|x| x.0) {
-            s.ordered.sort_unstable_by_key(|x| x.0);
-        }
-        let t_ordered = self.ordered_emd(&s.ordered);
-        let t_hierarchical = match &self.tree {
-            Some(t) => {
-                let ordered = std::mem::take(&mut s.ordered);
-                let emd = self.hierarchical_emd(t, &ordered, s);
-                s.ordered = ordered;
-                emd
-            }
-            None => 0.0,
-        };
-        for (a, b) in acc.emd.iter_mut().zip([t_equal, t_ordered, t_hierarchical]) {
-            *a = a.max(b);
-        }
-    }
-
-    /// (1/(M−1)) Σ_i |C(i) − P(i)| where C is the class's cumulative distribution by rank: C is
-    /// constant between the class's values, so each run is summed in O(log M) from prefix sums.
-    fn ordered_emd(&self, sorted: &[(u32, f64, u32, u64)]) -> f64 {
-        let m = self.cum.len();
-        if m <= 1 {
-            return 0.0;
-        }
-        let mut total = 0.0;
-        let mut c = 0.0;
-        let mut start = 0usize;
-        for &(r, q, _, _) in sorted {
-            total += self.run(start, r as usize, c);
-            c += q;
-            start = r as usize;
-        }
-        total += self.run(start, m, c);
-        total / (m - 1) as f64
-    }
-
-    /// Σ_{i in a..b} |c − P(i)|, P non-decreasing.
-    fn run(&self, a: usize, b: usize, c: f64) -> f64 {
-        if a >= b {
-            return 0.0;
-        }
-        let t = a + self.cum[a..b].partition_point(|&x| x <= c);
-        let below = (t - a) as f64 * c - (self.cum_prefix[t] - self.cum_prefix[a]);
-        let above = (self.cum_prefix[b] - self.cum_prefix[t]) - (b - t) as f64 * c;
         below + above
     }
 

@@ -141,9 +141,14 @@ pub struct Present {
 impl Present {
     /// What `dataset` defines.
     pub fn of(dataset: &crate::encode::Dataset) -> Self {
+        Self::of_profile(&dataset.profile)
+    }
+
+    /// What a dataset read with `profile` defines.
+    pub fn of_profile(profile: &crate::profile::Profile) -> Self {
         Present {
-            class: dataset.class.is_some(),
-            sensitive_hierarchy: dataset.sensitive_hierarchy.is_some(),
+            class: profile.class.is_some(),
+            sensitive_hierarchy: profile.sensitive_hierarchy.is_some(),
         }
     }
 

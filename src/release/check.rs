@@ -222,31 +222,27 @@ fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseChec
     let suppressed = dataset.num_tuples().saturating_sub(counts.tuples);
     glm += suppressed as f64 * q as f64;
     let (k, l_distinct, l_entropy, l_probabilistic) = class_indices(classes.values());
-    // The distances, from the release's values matched to the input's by text.
-    let code: HashMap<&str, u32> = dataset
-        .sensitive
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (v.as_str(), i as u32))
-        .collect();
+    // The distances, from the release's values matched to the input's by text; a value the
+    // input does not hold leaves them unknown (and fails the cell comparison of `confirm`).
     let model = ev.sensitive_model();
-    let mut distances = Some(crate::distribution::Distances::zero(model.has_hierarchy()));
+    let mut all = crate::distribution::DistanceMax::new();
+    let mut scratch = crate::distribution::DistanceScratch::default();
+    let mut known = true;
     for hist in classes.values() {
         let size: u64 = hist.values().sum();
         let cells: Option<Vec<(u32, u64)>> = hist
             .iter()
             .map(|(&v, &c)| {
-                code.get(counts.columns[q].values[v as usize].as_str())
-                    .map(|&x| (x, c))
+                let text = counts.columns[q].values[v as usize].as_str();
+                dataset.sensitive.code_of(text).map(|x| (x, c))
             })
             .collect();
-        // A value the input does not hold fails the cell comparison of `confirm`.
-        distances = match (distances, cells) {
-            (Some(d), Some(cells)) => Some(d.max(model.class(cells.into_iter(), size))),
-            _ => None,
-        };
+        match cells {
+            Some(cells) => model.add_class(&mut all, cells.into_iter(), size, &mut scratch),
+            None => known = false,
+        }
     }
+    let distances = known.then(|| all.finish(model));
     let sizes = classes.values().map(|h| h.values().sum::<u64>());
     let (sum_size_sq, unique_rows) =
         sizes.fold((0, 0), |(sq, u), n| (sq + n * n, u + u64::from(n == 1)));

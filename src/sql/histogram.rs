@@ -37,10 +37,9 @@ pub(super) struct ProfileDistribution {
     loaded: std::sync::OnceLock<std::result::Result<Loaded, String>>,
 }
 
-/// A profile's sensitive distribution with its values' codes.
+/// A profile's evaluator (its sensitive distribution and value codes).
 struct Loaded {
     evaluator: Arc<crate::Evaluator>,
-    code: HashMap<String, u32>,
 }
 
 impl std::fmt::Debug for ProfileDistribution {
@@ -55,22 +54,11 @@ impl ProfileDistribution {
             let state = (self.session)().ok_or_else(|| {
                 format!("{function}: the session that declared the functions is gone")
             })?;
-            let ev = self
+            let evaluator = self
                 .registry
                 .statistics(function, &self.name, &state)
                 .map_err(|e| e.to_string())?;
-            let code = ev
-                .dataset()
-                .sensitive
-                .labels
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (v.clone(), i as u32))
-                .collect();
-            Ok(Loaded {
-                evaluator: ev,
-                code,
-            })
+            Ok(Loaded { evaluator })
         });
         loaded
             .as_ref()
@@ -376,6 +364,7 @@ impl HistogramGroups {
                 };
                 let loaded = profile.load(name)?;
                 let model = loaded.evaluator.sensitive_model();
+                let sensitive = &loaded.evaluator.dataset().sensitive;
                 let mut out = Vec::with_capacity(groups.len());
                 // The smallest value missing from the profile is named, whatever the group order.
                 let mut missing: Option<&str> = None;
@@ -387,8 +376,8 @@ impl HistogramGroups {
                     let mut cells = Vec::with_capacity(h.len());
                     for (c, n) in h {
                         let value = self.names[*c as usize].as_str();
-                        match loaded.code.get(value) {
-                            Some(&code) => cells.push((code, *n)),
+                        match sensitive.code_of(value) {
+                            Some(code) => cells.push((code, *n)),
                             None => missing = missing.min(Some(value)).or(Some(value)),
                         }
                     }
