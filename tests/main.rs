@@ -3,6 +3,7 @@
 mod adult;
 mod cli_errors;
 mod common;
+mod csv_release;
 mod distances;
 mod fuzz;
 mod golden;

@@ -15,7 +15,7 @@ use super::{ColumnValues, CountColumn};
 use crate::classes::counter::Counter;
 use crate::classes::key::bits_for;
 use crate::error::{PbgError, Result};
-use crate::input::text::text_column;
+use crate::input::text::{TextColumn, text_column};
 
 /// Counting state of one partition (or of several merged ones).
 pub(crate) struct Accumulator {
@@ -130,14 +130,24 @@ impl Accumulator {
 
     /// Counts one record batch whose columns are `spec`'s, in order.
     pub(crate) fn add_batch(&mut self, spec: &[CountColumn], batch: &RecordBatch) -> Result<()> {
-        let n = batch.num_rows();
-        let mut keys: Vec<Cow<'_, [u32]>> = Vec::with_capacity(spec.len());
-        let mut local_ids: Vec<Vec<u32>> = Vec::with_capacity(spec.len());
         let mut texts = Vec::with_capacity(spec.len());
         for i in 0..spec.len() {
             texts.push(text_column(batch.column(i))?);
         }
-        for ((c, text), values) in spec.iter().zip(&texts).zip(self.columns.iter_mut()) {
+        let texts: Vec<&TextColumn> = texts.iter().collect();
+        self.add_texts(spec, &texts, batch.num_rows())
+    }
+
+    /// Counts `n` rows given as the text columns of `spec`'s columns, in order.
+    pub(crate) fn add_texts(
+        &mut self,
+        spec: &[CountColumn],
+        texts: &[&TextColumn],
+        n: usize,
+    ) -> Result<()> {
+        let mut keys: Vec<Cow<'_, [u32]>> = Vec::with_capacity(spec.len());
+        let mut local_ids: Vec<Vec<u32>> = Vec::with_capacity(spec.len());
+        for ((c, text), values) in spec.iter().zip(texts).zip(self.columns.iter_mut()) {
             // A null inside the dictionary counts as a null row.
             let fill = c.null_as.as_deref().map(|f| values.id(f));
             let mut ids: Vec<u32> = (0..text.values.len())

@@ -5,6 +5,9 @@
 //! rows. The rows themselves (for per-tuple vectors) are read by the same plane, in file order.
 
 use arrow::array::Array;
+use arrow::record_batch::RecordBatch;
+
+use crate::input::text::{TextColumn, text_column};
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::prelude::{DataFrame, SessionContext};
 
@@ -26,6 +29,29 @@ pub fn statistics_plan(
     df.aggregate(group, vec![count_all().alias(COUNT)])
 }
 
+/// Something computed from every batch of a statistics scan besides the counts (the verifier's
+/// fingerprint of all columns), so that one read serves both.
+pub trait Companion: Clone + Send + 'static {
+    /// Whether it needs every column of a table of `schema` (else only the counted ones are read).
+    fn all_columns(&self, schema: &arrow::datatypes::Schema) -> bool;
+    /// Takes one batch (every column of the table when it asked for all) with the text form of
+    /// each of its columns.
+    fn add(&mut self, batch: &RecordBatch, texts: &[TextColumn]) -> Result<()>;
+    /// Takes another partition's result.
+    fn merge(&mut self, other: Self);
+}
+
+/// No companion: only the counted columns are read.
+impl Companion for () {
+    fn all_columns(&self, _schema: &arrow::datatypes::Schema) -> bool {
+        false
+    }
+    fn add(&mut self, _batch: &RecordBatch, _texts: &[TextColumn]) -> Result<()> {
+        Ok(())
+    }
+    fn merge(&mut self, _other: Self) {}
+}
+
 /// Counts the distinct combinations of `spec`'s columns of `df` (text forms, nulls replaced or
 /// refused): each of the table's partitions is counted by pbg's aggregate on packed keys as it
 /// streams, then the partitions' counts are merged. Memory (the distinct combinations) is reserved
@@ -35,20 +61,40 @@ pub async fn count_combinations(
     input: &input::Input,
     spec: &[CountColumn],
 ) -> Result<Combinations> {
+    Ok(count_combinations_with(df, input, spec, ()).await?.0)
+}
+
+/// [`count_combinations`], computing companion `C` from the same batches in the same read: each
+/// partition starts from a clone of `companion`, and the partitions' results are merged into it in
+/// partition order.
+pub async fn count_combinations_with<C: Companion>(
+    df: DataFrame,
+    input: &input::Input,
+    spec: &[CountColumn],
+    mut companion: C,
+) -> Result<(Combinations, C)> {
     use datafusion::execution::memory_pool::MemoryConsumer;
     use futures::StreamExt;
 
+    let schema = df.schema().as_arrow().clone();
+    let mut counted = Vec::with_capacity(spec.len());
     for c in spec {
-        input::column_index(input, df.schema().as_arrow(), &c.name)?;
+        counted.push(input::column_index(input, &schema, &c.name)?);
     }
     let pool = df.task_ctx().memory_pool().clone();
-    let df = df
-        .select(
-            spec.iter()
-                .map(|c| input::column(&c.name))
-                .collect::<Vec<_>>(),
-        )
-        .map_err(|e| df_error(input, e))?;
+    let all = companion.all_columns(&schema);
+    let (df, counted) = if all {
+        (df, counted)
+    } else {
+        let projected = df
+            .select(
+                spec.iter()
+                    .map(|c| input::column(&c.name))
+                    .collect::<Vec<_>>(),
+            )
+            .map_err(|e| df_error(input, e))?;
+        (projected, (0..spec.len()).collect())
+    };
     let streams = df
         .execute_stream_partitioned()
         .await
@@ -57,24 +103,39 @@ pub async fn count_combinations(
         .into_iter()
         .map(|mut stream| {
             let spec = spec.to_vec();
+            let counted = counted.clone();
             let source = input.clone();
             let reservation = MemoryConsumer::new("pbg class statistics").register(&pool);
+            let mut companion = companion.clone();
             tokio::spawn(async move {
                 let mut acc = Accumulator::new(spec.len());
                 while let Some(batch) = stream.next().await {
                     let batch = batch.map_err(|e| df_error(&source, e))?;
-                    acc.add_batch(&spec, &batch)?;
+                    if all {
+                        // Each column's text form once, for the counts and the companion.
+                        let texts = batch
+                            .columns()
+                            .iter()
+                            .map(text_column)
+                            .collect::<Result<Vec<_>>>()?;
+                        companion.add(&batch, &texts)?;
+                        let part: Vec<&TextColumn> = counted.iter().map(|&i| &texts[i]).collect();
+                        acc.add_texts(&spec, &part, batch.num_rows())?;
+                    } else {
+                        acc.add_batch(&spec, &batch)?;
+                    }
                     reservation
                         .try_resize(acc.size())
                         .map_err(|e| df_error(&source, e))?;
                 }
-                Ok::<_, PbgError>(acc)
+                Ok::<_, PbgError>((acc, companion))
             })
         })
         .collect();
     let mut total: Option<Accumulator> = None;
     for task in tasks {
-        let acc = task.await.map_err(|e| df_error(input, e))??;
+        let (acc, part) = task.await.map_err(|e| df_error(input, e))??;
+        companion.merge(part);
         total = Some(match total {
             None => acc,
             // Merge the smaller into the larger.
@@ -82,9 +143,9 @@ pub async fn count_combinations(
             Some(t) => acc.merge(t),
         });
     }
-    Ok(Combinations::from_accumulator(
-        total.unwrap_or_else(|| Accumulator::new(spec.len())),
-    ))
+    let combos =
+        Combinations::from_accumulator(total.unwrap_or_else(|| Accumulator::new(spec.len())));
+    Ok((combos, companion))
 }
 
 /// Names the first row of the culprit in errors raised without one (the parallel passes do not
@@ -194,12 +255,23 @@ async fn hierarchy_rows(
 
 /// Pass 1 on `ctx`: the profile's input read into class statistics and encoded.
 pub async fn statistics_in(ctx: &SessionContext, profile: &Profile) -> Result<Dataset> {
+    Ok(statistics_with(ctx, profile, ()).await?.0)
+}
+
+/// [`statistics_in`], computing `companion` from the same read (see [`count_combinations_with`]).
+pub async fn statistics_with<C: Companion>(
+    ctx: &SessionContext,
+    profile: &Profile,
+    companion: C,
+) -> Result<(Dataset, C)> {
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
         let df = input::open(ctx, &profile.input, profile.delimiter).await?;
         let schema = df.schema().inner().clone();
-        let combos = count_combinations(df, &profile.input, &profile_columns(profile)).await?;
-        Dataset::encode(profile, schema, combos)
+        let spec = profile_columns(profile);
+        let (combos, companion) =
+            count_combinations_with(df, &profile.input, &spec, companion).await?;
+        Ok((Dataset::encode(profile, schema, combos)?, companion))
     };
     match run.await {
         Ok(ds) => Ok(ds),

@@ -247,12 +247,16 @@ pub fn ordered_context(ctx: &SessionContext) -> SessionContext {
 }
 
 /// A session for pbg's own commands: Parquet strings read as written (not as view types),
-/// files in subdirectories of an input directory read too.
+/// files in subdirectories of an input directory read too, and each partition reading exactly
+/// its planned file ranges (no work stealing between partitions), so that the partitions, taken
+/// in order, are the input in order whatever the timing — a release written from them is the
+/// same file on every run.
 pub fn new_context() -> SessionContext {
     let mut config = SessionConfig::new();
     let options = config.options_mut();
     options.execution.parquet.schema_force_view_types = false;
     options.execution.listing_table_ignore_subdirectory = false;
+    options.execution.enable_file_stream_work_stealing = false;
     SessionContext::new_with_config(config)
 }
 

@@ -9,7 +9,7 @@ use crate::error::Result;
 
 /// A batch column as dictionary keys into its distinct text forms (the same text as a cast of
 /// each value to Utf8). Nulls stay null in `keys`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct TextColumn {
     /// Key of every row.
     pub keys: UInt32Array,

@@ -1,9 +1,11 @@
 //! Files: whole tables read through the DataFusion plane, releases and reports written atomically.
 
 mod atomic;
+mod csv_text;
 mod read;
 mod write;
 
 pub use atomic::{AtomicFile, refuse_overwrite};
+pub use csv_text::CsvQuoting;
 pub use read::{Table, column_index, read_table, read_table_in};
 pub use write::{OutputFormat, write_batches};

@@ -17,7 +17,7 @@ use crate::evaluate::Evaluator;
 use crate::indices::NodeIndices;
 use crate::input::{self, Input};
 use crate::lattice::Node;
-use crate::statistics::count_combinations;
+use crate::statistics::{count_combinations, count_combinations_with};
 
 /// What a release file holds, recomputed from its labels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -303,13 +303,15 @@ pub async fn verify_release(
         null_as: None,
         null_hint: "the sensitive attribute must not be null".into(),
     });
-    let counts = match count_combinations(df, &source, &spec).await {
-        Ok(c) => c,
-        Err(PbgError::NullValue { column, .. }) => {
-            return Err(fail(format!("column `{column}` holds a null")));
-        }
-        Err(e) => return Err(e),
-    };
+    // One read of the release: its classes and the fingerprint of all its rows.
+    let (counts, written) =
+        match count_combinations_with(df, &source, &spec, Fingerprint::default()).await {
+            Ok(c) => c,
+            Err(PbgError::NullValue { column, .. }) => {
+                return Err(fail(format!("column `{column}` holds a null")));
+            }
+            Err(e) => return Err(e),
+        };
     if counts.tuples > dataset.num_tuples() {
         return Err(fail(format!(
             "row accounting: {} released rows but the input has only {}",
@@ -343,7 +345,7 @@ pub async fn verify_release(
         let expected = ev.evaluate(n)?;
         match confirm(ev, &check, &expected, release) {
             Ok(()) => {
-                same_rows(ctx, ev, &source, n, produced).await?;
+                same_rows(ctx, ev, &source, n, &written, produced).await?;
                 return Ok((check, expected));
             }
             Err(e) => {
@@ -356,16 +358,17 @@ pub async fn verify_release(
 
 /// The release holds exactly the rows of the input's release at `node` — every column, kept
 /// values byte for byte as text, each on its row — by fingerprints of both, whatever the order.
+/// `written` is the release's; the input's release is fingerprinted afresh unless `produced`
+/// (what the release plan sent to the writer) is given.
 async fn same_rows(
     ctx: &SessionContext,
     ev: &Evaluator,
     release: &Input,
     node: &[u8],
+    written: &Fingerprint,
     produced: Option<&Fingerprint>,
 ) -> Result<()> {
     let ds = ev.dataset();
-    let written = input::open(ctx, release, b',').await?;
-    let written = fingerprint(written, release).await?;
     let expected = match produced {
         Some(f) => f.clone(),
         None => {
@@ -374,10 +377,10 @@ async fn same_rows(
             fingerprint(release_frame(df, ev, node)?, ds.input()).await?
         }
     };
-    if written == expected {
+    if *written == expected {
         return Ok(());
     }
-    let columns = expected.differing_columns(&written);
+    let columns = expected.differing_columns(written);
     Err(PbgError::Verification {
         path: release.as_path(),
         message: if columns.is_empty() {

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
 
-use crate::encode::text_column;
+use crate::encode::{TextColumn, text_column};
 use crate::error::{PbgError, Result};
 use crate::input::{Input, df_error};
 
@@ -53,11 +53,25 @@ fn mix(mut z: u64) -> u64 {
 impl Fingerprint {
     /// Adds a batch's rows. A null counts as the empty text (a CSV file cannot tell them apart).
     pub fn add(&mut self, batch: &RecordBatch) -> Result<()> {
-        let n = batch.num_rows();
+        let texts = batch
+            .columns()
+            .iter()
+            .map(text_column)
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<&str> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        self.add_texts(&names, &texts, batch.num_rows());
+        Ok(())
+    }
+
+    /// Adds `n` rows given as the text form of each column, named `names`.
+    pub fn add_texts(&mut self, names: &[&str], texts: &[TextColumn], n: usize) {
         let mut rows = vec![0u64; n];
-        for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-            let name = field.name();
-            let text = text_column(column)?;
+        for (&name, text) in names.iter().zip(texts) {
             // One hash per distinct value; the null key (if any) last.
             let mut hashes: Vec<u64> = (0..text.values.len())
                 .map(|i| {
@@ -85,14 +99,13 @@ impl Fingerprint {
                     col_sum = col_sum.wrapping_add(h);
                 }
             }
-            let entry = self.columns.entry(name.clone()).or_default();
+            let entry = self.columns.entry(name.to_string()).or_default();
             *entry = entry.wrapping_add(col_sum);
         }
         for s in rows {
             self.sum = self.sum.wrapping_add(mix(s));
         }
         self.rows += n as u64;
-        Ok(())
     }
 
     /// Adds another fingerprint (of other rows).
@@ -115,6 +128,26 @@ impl Fingerprint {
             .filter(|n| self.columns.get(*n) != other.columns.get(*n))
             .cloned()
             .collect()
+    }
+}
+
+/// The verifier fingerprints a release in the same read that counts its classes.
+impl crate::statistics::Companion for Fingerprint {
+    fn all_columns(&self, _schema: &arrow::datatypes::Schema) -> bool {
+        true
+    }
+    fn add(&mut self, batch: &RecordBatch, texts: &[TextColumn]) -> Result<()> {
+        let names: Vec<&str> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        self.add_texts(&names, texts, batch.num_rows());
+        Ok(())
+    }
+    fn merge(&mut self, other: Self) {
+        Fingerprint::merge(self, &other)
     }
 }
 

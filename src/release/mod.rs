@@ -5,11 +5,13 @@
 
 mod check;
 mod fingerprint;
+mod kept;
 mod plan;
 mod udf;
 
 pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
 pub use fingerprint::{Fingerprint, FingerprintExec, fingerprint};
+pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use udf::{BoundGeneralize, KeepClasses, SuppressedClasses};
 
@@ -57,6 +59,9 @@ pub struct ReleaseSummary {
     pub rows_released: u64,
     /// Rows suppressed.
     pub suppressed: u64,
+    /// Times the input was read: 1 when the release was written from the rows pass 1 kept (a CSV
+    /// release of a text input that fits [`KEEP_LIMIT`]), else 2.
+    pub input_reads: u32,
     /// The suppression threshold j: rows of classes of size ≤ j were suppressed.
     pub threshold: u64,
     /// The node's indices, from the statistics.
@@ -156,7 +161,13 @@ pub fn anonymize(
     let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
     let ctx = input::new_context();
-    let dataset = block_on(crate::statistics::statistics_in(&ctx, profile))??;
+    // A CSV release of a text input is written from the rows pass 1 keeps (when they fit).
+    let keep = KeptRows::new(if format == OutputFormat::Csv {
+        KEEP_LIMIT
+    } else {
+        0
+    });
+    let (dataset, kept) = block_on(crate::statistics::statistics_with(&ctx, profile, keep))??;
     if format == OutputFormat::Csv {
         for (i, f) in dataset.schema.fields().iter().enumerate() {
             let binary = matches!(
@@ -183,7 +194,13 @@ pub fn anonymize(
     let node = choose(&ev)?;
     let indices = ev.evaluate(&node)?;
     let t2 = Instant::now();
-    let (rows_out, written) = block_on(write_release(&ctx, &ev, &node, file.temp_path(), format))??;
+    let (input_reads, (rows_out, written)) = match kept.batches() {
+        Some(batches) => (1, write_kept_csv(&ev, &node, batches, file.temp_path())?),
+        None => (
+            2,
+            block_on(write_release(&ctx, &ev, &node, file.temp_path(), format))??,
+        ),
+    };
     let t3 = Instant::now();
     let (check, _) = block_on(verify_release(
         &ctx,
@@ -202,6 +219,7 @@ pub fn anonymize(
         rows_in,
         rows_released: rows_out,
         suppressed: indices.suppressed,
+        input_reads,
         threshold: indices.threshold,
         indices,
         verified: true,

@@ -28,6 +28,36 @@ pub fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result
         .collect())
 }
 
+/// The classes the suppression rule removes at `node` (suppression threshold `threshold`), in the
+/// form the release filters rows with; `None` when it removes none.
+pub fn suppression(
+    ev: &Evaluator,
+    node: &[u8],
+    threshold: u64,
+) -> Result<Option<SuppressedClasses>> {
+    let ds = ev.dataset();
+    let suppressed = suppressed_classes(ev, node, threshold)?;
+    if suppressed.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(match ev.node_keys(node) {
+        NodeKeys::Packed(layout) => SuppressedClasses::Packed {
+            shifts: (0..ds.qis.len()).map(|d| layout.shift(d)).collect(),
+            keys: suppressed,
+        },
+        NodeKeys::FirstRow => SuppressedClasses::Codes(
+            suppressed
+                .iter()
+                .map(|&k| {
+                    (0..ds.qis.len())
+                        .map(|d| NodeKeys::FirstRow.code(&ds.qis, node, k, d))
+                        .collect()
+                })
+                .collect(),
+        ),
+    }))
+}
+
 /// The release of `node` over `df` (the profile's input, opened afresh): the plan, unexecuted.
 /// `ev` holds the statistics of that input.
 pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataFrame> {
@@ -64,32 +94,15 @@ pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataF
         input::column_index(source, &schema, &q.name)?;
     }
     let df = df.select(exprs).map_err(|e| df_error(source, e))?;
-    let suppressed = suppressed_classes(ev, node, indices.threshold)?;
-    if suppressed.is_empty() {
+    let Some(suppressed) = suppression(ev, node, indices.threshold)? else {
         return Ok(df);
-    }
+    };
     let labels: Vec<&[String]> = ds
         .qis
         .iter()
         .enumerate()
         .map(|(d, q)| q.hierarchy.level(node[d]).labels.as_slice())
         .collect();
-    let suppressed = match ev.node_keys(node) {
-        NodeKeys::Packed(layout) => SuppressedClasses::Packed {
-            shifts: (0..ds.qis.len()).map(|d| layout.shift(d)).collect(),
-            keys: suppressed,
-        },
-        NodeKeys::FirstRow => SuppressedClasses::Codes(
-            suppressed
-                .iter()
-                .map(|&k| {
-                    (0..ds.qis.len())
-                        .map(|d| NodeKeys::FirstRow.code(&ds.qis, node, k, d))
-                        .collect()
-                })
-                .collect(),
-        ),
-    };
     let keep = KeepClasses::udf(labels, suppressed);
     let args = ds.qis.iter().map(|q| input::column(&q.name)).collect();
     df.filter(keep.call(args)).map_err(|e| df_error(source, e))

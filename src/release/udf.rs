@@ -105,6 +105,35 @@ pub enum SuppressedClasses {
     Codes(HashSet<Vec<u32>>),
 }
 
+impl SuppressedClasses {
+    /// The rows to keep (those whose class is not suppressed), given per QI the group code of
+    /// every row at the node.
+    pub fn keep(&self, codes: &[&[u32]], rows: usize) -> BooleanArray {
+        match self {
+            SuppressedClasses::Packed { shifts, keys } => {
+                let mut packed = vec![0u64; rows];
+                for (column, &s) in codes.iter().zip(shifts) {
+                    for (p, &g) in packed.iter_mut().zip(column.iter()) {
+                        *p |= (g as u64) << s;
+                    }
+                }
+                packed.iter().map(|k| Some(!keys.contains(k))).collect()
+            }
+            SuppressedClasses::Codes(classes) => {
+                let mut row = vec![0u32; codes.len()];
+                (0..rows)
+                    .map(|r| {
+                        for (x, column) in row.iter_mut().zip(codes) {
+                            *x = column[r];
+                        }
+                        Some(!classes.contains(&row))
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
 /// `pbg_keep(qi_1, .., qi_n)`: false for rows whose class (their generalized labels) the
 /// suppression rule removes.
 #[derive(Debug)]
@@ -165,37 +194,26 @@ impl ScalarUDFImpl for KeepClasses {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let qis = self.groups.len();
-        // Row-major group codes: row r's class is codes[r * qis..(r + 1) * qis].
-        let mut codes = vec![0u32; rows * qis];
-        for (d, (arg, groups)) in args.args.into_iter().zip(&self.groups).enumerate() {
+        // Per QI, the group code of every row.
+        let mut codes: Vec<Vec<u32>> = Vec::with_capacity(self.groups.len());
+        for (arg, groups) in args.args.into_iter().zip(&self.groups) {
             let array: ArrayRef = arg.into_array(rows)?;
             let text = text_column(&array).map_err(|e| DataFusionError::External(Box::new(e)))?;
             let local: Vec<Option<u32>> = (0..text.values.len())
                 .map(|i| groups.get(text.values.value(i)).copied())
                 .collect();
-            for (r, key) in text.keys.iter().enumerate() {
+            let mut column = Vec::with_capacity(rows);
+            for key in text.keys.iter() {
                 let Some(g) = key.and_then(|key| local[key as usize]) else {
                     return exec_err!("pbg_keep: a value that is no label of the node's level");
                 };
-                codes[r * qis + d] = g;
+                column.push(g);
             }
+            codes.push(column);
         }
-        let row = |r: usize| &codes[r * qis..(r + 1) * qis];
-        let keep: BooleanArray = match self.suppressed.as_ref() {
-            SuppressedClasses::Packed { shifts, keys } => (0..rows)
-                .map(|r| {
-                    let key = row(r)
-                        .iter()
-                        .zip(shifts)
-                        .fold(0u64, |k, (&g, &s)| k | ((g as u64) << s));
-                    Some(!keys.contains(&key))
-                })
-                .collect(),
-            SuppressedClasses::Codes(classes) => {
-                (0..rows).map(|r| Some(!classes.contains(row(r)))).collect()
-            }
-        };
-        Ok(ColumnarValue::Array(Arc::new(keep)))
+        let codes: Vec<&[u32]> = codes.iter().map(Vec::as_slice).collect();
+        Ok(ColumnarValue::Array(Arc::new(
+            self.suppressed.keep(&codes, rows),
+        )))
     }
 }
