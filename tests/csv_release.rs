@@ -130,6 +130,35 @@ fn kept_release_is_in_input_order() {
     // adult.csv ends its lines with CRLF; a release ends them with LF.
     let expected = big.replace(';', ",").replace("\r\n", "\n");
     assert!(written == expected, "rows out of input order");
+
+    // Read again in ordered ranges (what a CSV too large to keep gets): the same file, here at a
+    // node with suppression too.
+    let mut profile = pbg::Profile::from_toml_file(&repo("datasets/adult/adult.toml")).unwrap();
+    profile.input = pbg::input::Input::Path(input.clone());
+    let ctx = pbg::input::new_context();
+    let (ds, kept) = pbg::input::block_on(pbg::statistics::statistics_with(
+        &ctx,
+        &profile,
+        pbg::release::KeptRows::new(pbg::release::KEEP_LIMIT),
+    ))
+    .unwrap()
+    .unwrap();
+    let ev = pbg::Evaluator::new(Arc::new(ds)).unwrap();
+    for node in [[0u8; 8], [3, 1, 1, 2, 1, 1, 2, 0]] {
+        let a = dir.path().join("kept.csv");
+        let b = dir.path().join("streamed.csv");
+        let kept_fp =
+            pbg::release::write_kept_csv(&ev, &node, kept.batches().unwrap(), &a).unwrap();
+        let streamed_fp =
+            pbg::input::block_on(pbg::release::write_streamed_csv(&ctx, &ev, &node, &b))
+                .unwrap()
+                .unwrap();
+        assert_eq!(kept_fp, streamed_fp);
+        assert!(
+            std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+            "node {node:?}"
+        );
+    }
 }
 
 /// A Parquet release, and a CSV release whose rows do not fit the budget, go through the release

@@ -37,6 +37,11 @@ pub trait Companion: Clone + Send + 'static {
     /// Takes one batch (every column of the table when it asked for all) with the text form of
     /// each of its columns.
     fn add(&mut self, batch: &RecordBatch, texts: &[TextColumn]) -> Result<()>;
+    /// Whether it still takes batches (a companion that gave up is no longer fed, and the
+    /// scan computes only the counted columns' text forms); it may free what it held.
+    fn wants_more(&mut self) -> bool {
+        true
+    }
     /// Takes another partition's result.
     fn merge(&mut self, other: Self);
 }
@@ -111,7 +116,7 @@ pub async fn count_combinations_with<C: Companion>(
                 let mut acc = Accumulator::new(spec.len());
                 while let Some(batch) = stream.next().await {
                     let batch = batch.map_err(|e| df_error(&source, e))?;
-                    if all {
+                    if all && companion.wants_more() {
                         // Each column's text form once, for the counts and the companion.
                         let texts = batch
                             .columns()
@@ -121,6 +126,9 @@ pub async fn count_combinations_with<C: Companion>(
                         companion.add(&batch, &texts)?;
                         let part: Vec<&TextColumn> = counted.iter().map(|&i| &texts[i]).collect();
                         acc.add_texts(&spec, &part, batch.num_rows())?;
+                    } else if all {
+                        let part = batch.project(&counted).map_err(|e| df_error(&source, e))?;
+                        acc.add_batch(&spec, &part)?;
                     } else {
                         acc.add_batch(&spec, &batch)?;
                     }

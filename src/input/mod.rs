@@ -246,6 +246,43 @@ pub fn ordered_context(ctx: &SessionContext) -> SessionContext {
     SessionContext::new_with_state(state)
 }
 
+/// The session of `ctx` scanning in up to `partitions` file ranges (split by bytes, files in
+/// order): taken in order, the partitions are the input in order.
+pub fn ranged_context(ctx: &SessionContext, partitions: usize) -> SessionContext {
+    let mut config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
+        .with_target_partitions(partitions.max(1))
+        .with_repartition_file_scans(true);
+    config
+        .options_mut()
+        .execution
+        .enable_file_stream_work_stealing = false;
+    let state = SessionStateBuilder::new_from_existing(ctx.state())
+        .with_config(config)
+        .build();
+    SessionContext::new_with_state(state)
+}
+
+/// The bytes of a path input (a file, or every file under a directory); `None` for globs and
+/// registered tables.
+pub fn size_of(input: &Input) -> Option<u64> {
+    let path = input.path()?;
+    if files::has_glob(&path.to_string_lossy()) {
+        return None;
+    }
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return Some(meta.len());
+    }
+    let mut all = Vec::new();
+    files::files_under(path, &mut all).ok()?;
+    Some(
+        all.iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum(),
+    )
+}
+
 /// A session for pbg's own commands: Parquet strings read as written (not as view types),
 /// files in subdirectories of an input directory read too, and each partition reading exactly
 /// its planned file ranges (no work stealing between partitions), so that the partitions, taken

@@ -7,12 +7,16 @@ mod check;
 mod fingerprint;
 mod kept;
 mod plan;
+mod stream;
+mod text;
 mod udf;
 
 pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
 pub use fingerprint::{Fingerprint, FingerprintExec, fingerprint};
 pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
+pub use stream::write_streamed_csv;
+pub use text::{CsvRelease, ReleasedText, TextRelease};
 pub use udf::{BoundGeneralize, KeepClasses, SuppressedClasses};
 
 use std::path::{Path, PathBuf};
@@ -194,12 +198,21 @@ pub fn anonymize(
     let node = choose(&ev)?;
     let indices = ev.evaluate(&node)?;
     let t2 = Instant::now();
+    // A CSV release of a text input: from the kept rows, else read again in ordered ranges;
+    // anything else through the release plan.
+    let text = ev
+        .dataset()
+        .schema
+        .fields()
+        .iter()
+        .all(|f| text::is_text(f.data_type()));
+    let temp = file.temp_path();
     let (input_reads, (rows_out, written)) = match kept.batches() {
-        Some(batches) => (1, write_kept_csv(&ev, &node, batches, file.temp_path())?),
-        None => (
-            2,
-            block_on(write_release(&ctx, &ev, &node, file.temp_path(), format))??,
-        ),
+        Some(batches) => (1, write_kept_csv(&ev, &node, batches, temp)?),
+        None if format == OutputFormat::Csv && text => {
+            (2, block_on(write_streamed_csv(&ctx, &ev, &node, temp))??)
+        }
+        None => (2, block_on(write_release(&ctx, &ev, &node, temp, format))??),
     };
     let t3 = Instant::now();
     let (check, _) = block_on(verify_release(
