@@ -260,6 +260,9 @@ async fn pbg_search_matches_the_cli() {
                 .map(|v| v.to_string())
                 .collect();
             assert_eq!(&row[..8], &levels[..], "{algorithm}");
+            // Counts are integers in both (k and distinct l, not `127.0`).
+            assert_eq!(row[8], p["k"].to_string(), "{algorithm}");
+            assert_eq!(row[9], p["l"].to_string(), "{algorithm}");
             // Text forms of floats may differ in the last digit: compare numerically.
             let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
             assert!(close(

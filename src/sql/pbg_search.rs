@@ -1,5 +1,6 @@
 //! `pbg_search('profile', 'k,glm', 'exhaustive'|'ea' [, seed])`: the minimal PBGs, one row each: a
-//! level column per QI, then one Float64 column per objective (named as given).
+//! level column per QI, then one column per objective (named as given): UInt64 for counts
+//! (`k`, `classes`, `uniques`, ...), Float64 for the rest.
 //!
 //! ```sql
 //! SELECT * FROM pbg_search('adult', 'k,glm', 'ea', 42) ORDER BY k;
@@ -7,7 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, UInt8Array};
+use arrow::array::{ArrayRef, Float64Array, UInt8Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -69,11 +70,19 @@ impl TableFunctionImpl for PbgSearchFunc {
             .iter()
             .map(|n| Field::new(n, DataType::UInt8, false))
             .collect();
-        fields.extend(
-            objectives
-                .iter()
-                .map(|o| Field::new(o.name(), DataType::Float64, false)),
-        );
+        // Counts (k, classes, uniques, ...) are integers, the rest reals.
+        let counts: Vec<bool> = objectives
+            .iter()
+            .map(|o| o.info().kind == crate::indices::Kind::Count)
+            .collect();
+        fields.extend(objectives.iter().zip(&counts).map(|(o, &count)| {
+            let t = if count {
+                DataType::UInt64
+            } else {
+                DataType::Float64
+            };
+            Field::new(o.name(), t, false)
+        }));
         let schema = Arc::new(Schema::new(fields));
         let out_schema = schema.clone();
         let produce: Arc<Producer> = Arc::new(move |size, sink| {
@@ -96,10 +105,13 @@ impl TableFunctionImpl for PbgSearchFunc {
                     result.front.iter().map(|p| p.node[d]),
                 )));
             }
-            for i in 0..objectives.len() {
-                cols.push(Arc::new(Float64Array::from_iter_values(
-                    result.front.iter().map(|p| p.values[i]),
-                )));
+            for (i, &count) in counts.iter().enumerate() {
+                let values = result.front.iter().map(|p| p.values[i]);
+                cols.push(if count {
+                    Arc::new(UInt64Array::from_iter_values(values.map(|v| v as u64)))
+                } else {
+                    Arc::new(Float64Array::from_iter_values(values))
+                });
             }
             emit_sliced(&RecordBatch::try_new(out_schema.clone(), cols)?, size, sink);
             Ok(())
