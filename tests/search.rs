@@ -281,3 +281,26 @@ fn class_only_evaluation_keeps_every_class_index() {
         }
     }
 }
+
+/// `search --format table` prints an aligned table (numbers right-aligned), counts as integers.
+#[test]
+fn search_table_is_aligned() {
+    let o = crate::common::pbg(&[
+        "search",
+        "datasets/t1/t1.toml",
+        "--objectives",
+        "k,glm",
+        "--format",
+        "table",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(lines[0].starts_with("zip  age"), "{text}");
+    assert!(lines.len() >= 3, "{text}");
+    assert!(
+        lines.iter().all(|l| l.len() == lines[0].len()),
+        "not aligned:\n{text}"
+    );
+    assert!(!text.contains('\t') && !text.contains(" 3.0 "), "{text}");
+}

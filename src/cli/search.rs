@@ -163,27 +163,29 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
             println!("{v}");
         }
         Format::Csv | Format::Table => {
-            let sep = if matches!(a.format, Format::Csv) {
-                ","
-            } else {
-                "\t"
-            };
             let header: Vec<String> = names
                 .iter()
                 .cloned()
                 .chain(objectives.iter().map(|o| o.name().to_string()))
                 .collect();
-            println!("{}", header.join(sep));
-            for p in &result.front {
-                let row: Vec<String> = p
-                    .node
-                    .iter()
-                    .map(|l| l.to_string())
-                    .chain(p.values.iter().map(|v| v.to_string()))
-                    .collect();
-                println!("{}", row.join(sep));
-            }
-            if matches!(a.format, Format::Table) {
+            let rows: Vec<Vec<String>> = result
+                .front
+                .iter()
+                .map(|p| {
+                    p.node
+                        .iter()
+                        .map(|l| l.to_string())
+                        .chain(p.values.iter().map(|v| v.to_string()))
+                        .collect()
+                })
+                .collect();
+            if matches!(a.format, Format::Csv) {
+                println!("{}", header.join(","));
+                for row in &rows {
+                    println!("{}", row.join(","));
+                }
+            } else {
+                print!("{}", super::output::aligned_table(&header, &rows));
                 println!(
                     "# {}: {} nodes on the front, {} of {} nodes evaluated",
                     result.algorithm,
