@@ -343,3 +343,29 @@ fn search_compare_experiment_and_sql_arguments() {
         );
     }
 }
+
+/// `correlate --identifier` leaves the column out of the pairs; an unknown one is named.
+#[test]
+fn correlate_leaves_identifiers_out() {
+    let o = crate::common::pbg(&[
+        "correlate",
+        "--input",
+        "datasets/t1/t1.csv",
+        "--identifier",
+        "id",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("zip,age,") && !text.contains("id,"), "{text}");
+    let o = crate::common::pbg(&[
+        "correlate",
+        "--input",
+        "datasets/t1/t1.csv",
+        "--identifier",
+        "nope",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("`nope`"), "{err}");
+}

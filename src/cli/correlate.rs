@@ -1,4 +1,5 @@
-//! `pbg correlate [<profile>] [--input PATH --delimiter C] [--columns a,b,..] [--bins N] [--format table|csv|json]`
+//! `pbg correlate [<profile>] [--input PATH --delimiter C] [--columns a,b,..] [--identifier NAME]
+//! [--bins N] [--format table|csv|json]`
 
 use std::path::PathBuf;
 
@@ -35,6 +36,9 @@ pub struct CorrelateArgs {
     /// Columns to correlate (default: the profile's QIs and sensitive attribute, or all columns).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     columns: Vec<String>,
+    /// An identifier column, left out of the pairs (repeatable; the profile's identifiers too).
+    #[arg(long = "identifier", value_name = "NAME")]
+    identifiers: Vec<String>,
     /// Equal-frequency bins for numeric columns with more distinct values.
     #[arg(long, default_value_t = 10)]
     bins: usize,
@@ -73,7 +77,30 @@ pub fn run(a: CorrelateArgs) -> anyhow::Result<()> {
     if a.bins == 0 {
         bail!("--bins must be at least 1");
     }
+    let mut identifiers = a.identifiers.clone();
+    if let Some(p) = &profile {
+        identifiers.extend(p.identifiers.iter().cloned());
+    }
+    if let Some(id) = a.columns.iter().find(|c| identifiers.contains(c)) {
+        bail!("--columns: `{id}` is an identifier (--identifier); leave it out of --columns");
+    }
     let table = read_table(&input, delimiter)?;
+    if !identifiers.is_empty() {
+        if columns.is_empty() {
+            columns = table
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+        }
+        for id in &identifiers {
+            if table.schema.field_with_name(id).is_err() {
+                bail!("--identifier: {} has no column `{id}`", input);
+            }
+        }
+        columns.retain(|c| !identifiers.contains(c));
+    }
     let m = correlate(&table, &columns, a.bins)?;
     match a.format {
         Format::Json => println!("{}", serde_json::to_string(&m)?),
