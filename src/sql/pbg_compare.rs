@@ -1,6 +1,11 @@
 //! `pbg_compare('profile', 'A', 'B', 'equiv'|'sens'|'glm'|'cm')`: one row comparing two nodes by a
 //! property vector (the fields of `pbg compare`).
 //!
+//! `hv_log10_ab` is log10 of the hypervolume indicator P_hv(A, B) = Π a_i − Π min(a_i, b_i) over
+//! the per-tuple property vectors: the volume A's box covers and B's does not. It is NULL when
+//! that volume is 0 (A exceeds B on no tuple, so the logarithm does not exist); `hv_log10_ba`
+//! likewise for B over A. Every other column is always set.
+//!
 //! ```sql
 //! SELECT cov_ab, cov_ba, relation FROM pbg_compare('t1', '1,1', '2,2', 'equiv');
 //! ```
