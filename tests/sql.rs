@@ -560,3 +560,49 @@ async fn a_hierarchy_from_a_registered_table() {
         assert_eq!(run(q("s")).await, run(q("inline")).await, "node {node}");
     }
 }
+
+/// The prompt's commands (here piped): `\d`, `\d NAME`, `\f`, SHOW TABLES, `\q` stops; an unknown
+/// command is one clear error.
+#[test]
+fn prompt_commands() {
+    use std::io::Write;
+    let run = |input: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .args(["sql", "datasets/t1/t1.toml"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let o = run("\\?\n\\d\n\\d t1\n\\f\nSHOW TABLES;\n\\q\nSELECT 'after quit';\n");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    for expected in [
+        "\\d NAME",
+        "| t1 ",
+        "| marital ",
+        "pbg_lattice         table",
+        "emd_equal           aggregate",
+        "generalize          scalar",
+        "information_schema",
+    ] {
+        assert!(out.contains(expected), "{expected} missing:\n{out}");
+    }
+    assert!(!out.contains("after quit"), "{out}");
+    let o = run("\\z\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("unknown command `\\z`"),
+        "{err}"
+    );
+    assert_eq!(err.matches("unknown command").count(), 1, "{err}");
+}

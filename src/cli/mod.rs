@@ -10,6 +10,7 @@ mod lattice;
 mod output;
 mod profile_args;
 mod progress;
+mod prompt;
 mod search;
 mod slice;
 mod sql;

@@ -77,20 +77,75 @@ fn print(batches: &[RecordBatch], format: Format) -> anyhow::Result<()> {
 }
 
 async fn run_sql(ctx: &SessionContext, sql: &str, format: Format) -> anyhow::Result<()> {
+    run_statements(ctx, sql, format, false).await
+}
+
+/// Runs the statements of `sql`, printing each result; with `timing`, the row count and the
+/// elapsed time after each (as the prompt does).
+async fn run_statements(
+    ctx: &SessionContext,
+    sql: &str,
+    format: Format,
+    timing: bool,
+) -> anyhow::Result<()> {
     let statements = DFParser::parse_sql(sql)?;
     for statement in statements {
+        let started = std::time::Instant::now();
         let plan = ctx.state().statement_to_plan(statement).await?;
         let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
         print(&batches, format)?;
+        if timing {
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            println!(
+                "{rows} row{} in {:.3} s.",
+                if rows == 1 { "" } else { "s" },
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     Ok(())
+}
+
+/// Feeds one line of the prompt (or of piped input): a meta command when nothing is pending,
+/// else SQL accumulated until a line ends with `;`. Returns false to quit.
+async fn feed(
+    ctx: &SessionContext,
+    pending: &mut String,
+    line: &str,
+    format: Format,
+    interactive: bool,
+) -> anyhow::Result<bool> {
+    if pending.trim().is_empty() {
+        match super::prompt::meta(ctx, line) {
+            Some(Ok(super::prompt::Meta::Quit)) => return Ok(false),
+            Some(Ok(super::prompt::Meta::Print(text))) => {
+                println!("{text}");
+                return Ok(true);
+            }
+            Some(Ok(super::prompt::Meta::Sql(sql))) => {
+                run_statements(ctx, &sql, format, interactive).await?;
+                return Ok(true);
+            }
+            Some(Err(message)) => anyhow::bail!(message),
+            None => {}
+        }
+    }
+    pending.push_str(line);
+    pending.push('\n');
+    if line.trim_end().ends_with(';') {
+        let sql = std::mem::take(pending);
+        run_statements(ctx, &sql, format, interactive).await?;
+    }
+    Ok(true)
 }
 
 /// Registers the pbg functions and the profile (if any) on a new context: the profile's input
 /// becomes a table named after its file stem (or `--table`), and the profile is declared under the
 /// same name.
 async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
-    let ctx = pbg::input::new_context();
+    // information_schema on: SHOW TABLES, SHOW FUNCTIONS and `\d` read it.
+    let ctx =
+        SessionContext::new_with_config(pbg::input::session_config().with_information_schema(true));
     let registry = pbg::sql::register(&ctx);
     if a.profile.given() {
         let profile = a.profile.profile()?;
@@ -107,8 +162,9 @@ async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
     Ok(ctx)
 }
 
-/// The interactive prompt: statements end with `;`, errors are reported and the session goes on,
-/// lines are kept in a history (~/.pbg_history).
+/// The interactive prompt: statements end with `;`, `\?` lists the other commands; each result is
+/// followed by its row count and time; an error is printed once and the session goes on; lines
+/// are kept in a history (~/.pbg_history).
 async fn interactive(ctx: &SessionContext, format: Format) -> anyhow::Result<()> {
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pbg_history"));
@@ -120,14 +176,16 @@ async fn interactive(ctx: &SessionContext, format: Format) -> anyhow::Result<()>
         let prompt = if pending.is_empty() { "pbg> " } else { "...> " };
         match editor.readline(prompt) {
             Ok(line) => {
-                pending.push_str(&line);
-                pending.push('\n');
-                if line.trim_end().ends_with(';') {
-                    let _ = editor.add_history_entry(pending.trim());
-                    if let Err(e) = run_sql(ctx, &pending, format).await {
+                if !line.trim().is_empty() {
+                    let _ = editor.add_history_entry(line.trim());
+                }
+                match feed(ctx, &mut pending, &line, format, true).await {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
                         eprintln!("pbg: error: {e:#}");
+                        pending.clear();
                     }
-                    pending.clear();
                 }
             }
             Err(rustyline::error::ReadlineError::Interrupted) => pending.clear(),
@@ -172,14 +230,15 @@ fn run_on_this_thread(a: SqlArgs) -> anyhow::Result<()> {
         if std::io::stdin().is_terminal() {
             return interactive(&ctx, a.format).await;
         }
-        // Piped statements: run them all; the first error stops.
-        let mut sql = String::new();
+        // Piped lines: statements and commands as at the prompt; the first error stops.
+        let mut pending = String::new();
         for line in std::io::stdin().lock().lines() {
-            sql.push_str(&line?);
-            sql.push('\n');
+            if !feed(&ctx, &mut pending, &line?, a.format, false).await? {
+                return Ok(());
+            }
         }
-        if !sql.trim().is_empty() {
-            run_sql(&ctx, &sql, a.format).await?;
+        if !pending.trim().is_empty() {
+            run_sql(&ctx, &pending, a.format).await?;
         }
         Ok(())
     })

@@ -289,12 +289,17 @@ pub fn size_of(input: &Input) -> Option<u64> {
 /// in order, are the input in order whatever the timing — a release written from them is the
 /// same file on every run.
 pub fn new_context() -> SessionContext {
+    SessionContext::new_with_config(session_config())
+}
+
+/// The configuration of [`new_context`].
+pub fn session_config() -> SessionConfig {
     let mut config = SessionConfig::new();
     let options = config.options_mut();
     options.execution.parquet.schema_force_view_types = false;
     options.execution.listing_table_ignore_subdirectory = false;
     options.execution.enable_file_stream_work_stealing = false;
-    SessionContext::new_with_config(config)
+    config
 }
 
 /// The 1-based row (in scan order: files by path, then rows) of the first value of `column` whose

@@ -121,3 +121,67 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     );
     registry
 }
+
+/// The functions [`register`] adds, as (name, kind, one-line description): table functions with
+/// their usage, scalar and aggregate functions with the first sentence of their documentation.
+pub fn functions(ctx: &SessionContext) -> Vec<(String, &'static str, String)> {
+    let mut out: Vec<(String, &'static str, String)> = [
+        ("pbg_anonymize", pbg_anonymize::USAGE),
+        ("pbg_compare", pbg_compare::USAGE),
+        ("pbg_correlation", pbg_correlation::USAGE),
+        ("pbg_evaluate", pbg_evaluate::USAGE),
+        ("pbg_lattice", pbg_lattice::USAGE),
+        ("pbg_profile", pbg_profile::USAGE),
+        ("pbg_search", pbg_search::USAGE),
+        ("pbg_slice", pbg_slice::USAGE),
+        ("pbg_vectors", pbg_vectors::USAGE),
+        ("pbg_verify", pbg_verify::USAGE),
+    ]
+    .into_iter()
+    .map(|(n, u)| (n.to_string(), "table", u.to_string()))
+    .collect();
+    let first = |text: &str| {
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        match text.find(". ") {
+            Some(i) => text[..=i].to_string(),
+            None => text,
+        }
+    };
+    let pbg = registered_names();
+    let state = ctx.state();
+    for (name, f) in state.scalar_functions() {
+        if pbg.contains(name) {
+            let doc = f.documentation().map(|d| first(&d.description));
+            out.push((name.clone(), "scalar", doc.unwrap_or_default()));
+        }
+    }
+    for (name, f) in state.aggregate_functions() {
+        if pbg.contains(name) {
+            let doc = f.documentation().map(|d| first(&d.description));
+            out.push((name.clone(), "aggregate", doc.unwrap_or_default()));
+        }
+    }
+    out.sort_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// Names of the scalar and aggregate functions [`register`] adds (those a fresh session gains).
+fn registered_names() -> std::collections::HashSet<String> {
+    let ctx = SessionContext::new();
+    let before = names_of(&ctx);
+    register(&ctx);
+    names_of(&ctx)
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect()
+}
+
+fn names_of(ctx: &SessionContext) -> std::collections::HashSet<String> {
+    let state = ctx.state();
+    state
+        .scalar_functions()
+        .keys()
+        .chain(state.aggregate_functions().keys())
+        .cloned()
+        .collect()
+}

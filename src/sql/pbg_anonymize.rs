@@ -11,6 +11,9 @@
 //!   TO 'out/adult/' STORED AS PARQUET PARTITIONED BY (sex);
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str = "pbg_anonymize('profile', 'L1,..' | 'pick', 'k>=10,l>=3' [, 'glm']): the release of a node, as a view";
+
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};

@@ -10,6 +10,9 @@
 //! SELECT cov_ab, cov_ba, relation FROM pbg_compare('t1', '1,1', '2,2', 'equiv');
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str = "pbg_compare('profile', 'A', 'B', 'equiv'|'sens'|'glm'|'cm'): two nodes compared by a property vector";
+
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};

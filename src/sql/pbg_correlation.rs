@@ -8,6 +8,10 @@
 //! ORDER BY phi_squared DESC;
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str =
+    "pbg_correlation('table' [, 'a,b,..']): chi-square and phi-squared of every pair of columns";
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

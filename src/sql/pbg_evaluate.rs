@@ -6,6 +6,9 @@
 //! SELECT k, l_distinct, suppressed, glm FROM pbg_evaluate('adult', '2,1,1,1,0,1,2,1');
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str = "pbg_evaluate('profile', 'L1,L2,..'): every index of one node, one row";
+
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};

@@ -5,6 +5,10 @@
 //! SELECT * FROM pbg_lattice('adult') WHERE k >= 10 AND l_distinct >= 3 ORDER BY glm LIMIT 5;
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str =
+    "pbg_lattice('profile'): every node of the lattice with every index, one row each";
+
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};

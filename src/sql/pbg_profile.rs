@@ -17,6 +17,9 @@
 //! $$);
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str = "pbg_profile('name', '<profile TOML>'): declares a profile in the session";
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -6,6 +6,10 @@
 //! SELECT * FROM pbg_search('adult', 'k,glm', 'ea', 42) ORDER BY k;
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str =
+    "pbg_search('profile', 'k,glm', 'exhaustive'|'ea' [, seed]): the minimal PBGs (Pareto front)";
+
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, UInt8Array, UInt64Array};

@@ -7,6 +7,10 @@
 //! SELECT bucket, count(*) FROM pbg_slice('adult', 5, 'bucketization', 7) GROUP BY bucket;
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str =
+    "pbg_slice('profile', l, 'mode' [, seed]): the sliced release, l-diverse buckets";
+
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};

@@ -5,6 +5,10 @@
 //! SELECT p_equiv, count(*) FROM pbg_vectors('adult', '1,1,1,1,1,1,1,1') GROUP BY p_equiv ORDER BY 1;
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str =
+    "pbg_vectors('profile', 'L1,L2,..'): the property vectors of a node, one row per tuple";
+
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, UInt8Array, UInt64Array};

@@ -10,6 +10,10 @@
 //! SELECT node, k, l, verified FROM pbg_verify('adult', 'out/adult/', 'k>=10,l>=3');
 //! ```
 
+/// The usage line `\\f` of `pbg sql` shows.
+pub const USAGE: &str =
+    "pbg_verify('profile', 'path' [, 'k>=5,l>=3']): checks a written release against the input";
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
