@@ -230,3 +230,65 @@ fn the_plan_is_the_fallback() {
     };
     assert_eq!(lines(&a), lines(&b));
 }
+
+/// A quoted value spanning many lines in a CSV large enough to be split into byte ranges: the
+/// lines inside it must not become rows (they could make a small class look large). The input is
+/// read one file per partition instead, and every record comes out whole.
+#[test]
+fn quoted_line_breaks_are_not_rows() {
+    use std::fmt::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("id,zip,age,diag,note\n");
+    let mut records = 0u64;
+    while text.len() < 9_000_000 {
+        writeln!(text, "{records},13053,26,flu,v").unwrap();
+        records += 1;
+    }
+    let inner: Vec<String> = (0..110_000)
+        .map(|j| format!("{},13053,26,flu,FAKE{j}", 900_000_000 + j))
+        .collect();
+    writeln!(
+        text,
+        "{records},13053,26,flu,\"START\n{}\"",
+        inner.join("\n")
+    )
+    .unwrap();
+    records += 1;
+    while text.len() < 22_000_000 {
+        writeln!(text, "{}{records},13268,28,cold,v", "L".repeat(200)).unwrap();
+        records += 1;
+    }
+    std::fs::write(dir.path().join("d.csv"), &text).unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        r#"input = "d.csv"
+sensitive = "diag"
+identifiers = ["id"]
+[[qi]]
+name = "zip"
+hierarchy = { type = "mask", steps = 3 }
+[[qi]]
+name = "age"
+hierarchy = { type = "table", rows = [["26", "(25,35]", "*"], ["28", "(25,35]", "*"]] }
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out.csv");
+    let report = pbg_json(&[
+        "anonymize",
+        profile.to_str().unwrap(),
+        "--node",
+        "1,1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(report["rows_in"], records, "{report}");
+    assert_eq!(report["rows_released"], records);
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(written.matches("FAKE").count(), 110_000);
+    assert!(
+        written.contains("\"START\n"),
+        "the multi-line value is whole"
+    );
+}

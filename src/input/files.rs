@@ -204,7 +204,7 @@ pub(super) async fn check_files(
     kind: FileKind,
     ext: &str,
     delimiter: u8,
-) -> Result<()> {
+) -> Result<bool> {
     let input = Input::Path(path.to_path_buf());
     let store = state
         .runtime_env()
@@ -308,7 +308,76 @@ pub(super) async fn check_files(
             Some(_) => {}
         }
     }
-    Ok(())
+    if kind == FileKind::Csv {
+        for f in &files {
+            if quoted_line_break(f, delimiter)? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Whether a CSV file holds a line break inside a quoted value. DataFusion splits a large CSV into
+/// byte ranges at line breaks, and one inside a quoted value would cut a record in two (its lines
+/// could even pass as rows of their own): such inputs must be read one file per partition. The
+/// scan follows the reader's rule: a `"` opens a quoted value only at the start of a field, `""`
+/// inside it is a quote. A file with no `"` at all is cleared by one byte search.
+pub(super) fn quoted_line_break(path: &Path, delimiter: u8) -> Result<bool> {
+    use std::io::Read;
+    let io = |e| PbgError::io(path, e);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut buf = vec![0u8; 8 << 20];
+    // Unquoted: `start` says whether the next byte starts a field. Quoted: `quote` says whether
+    // the last byte was a `"` that may close the value (or start `""`).
+    let (mut quoted, mut start, mut quote) = (false, true, false);
+    loop {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let mut chunk = &buf[..n];
+        if !quoted && !quote && memchr::memchr(b'"', chunk).is_none() {
+            start = matches!(chunk[n - 1], b'\n' | b'\r') || chunk[n - 1] == delimiter;
+            continue;
+        }
+        while !chunk.is_empty() {
+            if quoted {
+                if quote {
+                    quote = false;
+                    if chunk[0] == b'"' {
+                        chunk = &chunk[1..]; // `""`: a quote inside the value
+                        continue;
+                    }
+                    quoted = false; // the value closed; the field runs to a delimiter
+                    start = false;
+                    continue;
+                }
+                match memchr::memchr3(b'"', b'\n', b'\r', chunk) {
+                    None => chunk = &[],
+                    Some(i) if chunk[i] == b'"' => {
+                        quote = true;
+                        chunk = &chunk[i + 1..];
+                    }
+                    Some(_) => return Ok(true),
+                }
+            } else if start && chunk[0] == b'"' {
+                quoted = true;
+                chunk = &chunk[1..];
+            } else {
+                match memchr::memchr3(delimiter, b'\n', b'\r', chunk) {
+                    None => {
+                        start = false;
+                        chunk = &[];
+                    }
+                    Some(i) => {
+                        start = true;
+                        chunk = &chunk[i + 1..];
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Whether two column lists hold the same names, in any order.

@@ -125,16 +125,18 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
     let (kind, ext) = kind_of(path)?;
     let text = path.to_string_lossy();
     let url = ListingTableUrl::parse(text.as_ref()).map_err(|e| df_error(&input, e))?;
+    let state = ctx.state();
+    // A quoted value spanning lines makes DataFusion read each file whole (no byte ranges).
+    let multiline = check_files(&state, path, &url, kind, &ext, delimiter).await?;
     let format: Arc<dyn FileFormat> = match kind {
         FileKind::Parquet => Arc::new(ParquetFormat::default()),
         FileKind::Csv => Arc::new(
             CsvFormat::default()
                 .with_has_header(true)
-                .with_delimiter(delimiter),
+                .with_delimiter(delimiter)
+                .with_newlines_in_values(multiline),
         ),
     };
-    let state = ctx.state();
-    check_files(&state, path, &url, kind, &ext, delimiter).await?;
     let options = ListingOptions::new(format).with_file_extension(ext);
     let schema = options
         .infer_schema(&state, &url)
