@@ -167,26 +167,18 @@ fn kept_release_is_in_input_order() {
 fn the_plan_is_the_fallback() {
     use pbg::release::{KeptRows, write_kept_csv, write_release};
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("kept.csv");
-    let report = pbg_json(&[
-        "anonymize",
-        "datasets/adult/adult.toml",
-        "--node",
-        "2,1,1,1,0,1,2,1",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(report["input_reads"], 1);
-    let parquet = dir.path().join("plan.parquet");
-    let report = pbg_json(&[
-        "anonymize",
-        "datasets/adult/adult.toml",
-        "--node",
-        "2,1,1,1,0,1,2,1",
-        "--output",
-        parquet.to_str().unwrap(),
-    ]);
-    assert_eq!(report["input_reads"], 2);
+    for (name, reads) in [("kept.csv", 1), ("plan.parquet", 2)] {
+        let out = dir.path().join(name);
+        let report = pbg_json(&[
+            "anonymize",
+            "datasets/adult/adult.toml",
+            "--node",
+            "2,1,1,1,0,1,2,1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(report["input_reads"], reads, "{name}");
+    }
 
     // Library: a budget too small keeps nothing; a large one keeps every row; both writers
     // produce the same fingerprint and the same lines.

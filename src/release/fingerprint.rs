@@ -58,14 +58,19 @@ impl Fingerprint {
             .iter()
             .map(text_column)
             .collect::<Result<Vec<_>>>()?;
+        self.add_batch_texts(batch, &texts);
+        Ok(())
+    }
+
+    /// Adds a batch's rows given the text form of each of its columns.
+    pub fn add_batch_texts(&mut self, batch: &RecordBatch, texts: &[TextColumn]) {
         let names: Vec<&str> = batch
             .schema_ref()
             .fields()
             .iter()
             .map(|f| f.name().as_str())
             .collect();
-        self.add_texts(&names, &texts, batch.num_rows());
-        Ok(())
+        self.add_texts(&names, texts, batch.num_rows());
     }
 
     /// Adds `n` rows given as the text form of each column, named `names`.
@@ -137,13 +142,7 @@ impl crate::statistics::Companion for Fingerprint {
         true
     }
     fn add(&mut self, batch: &RecordBatch, texts: &[TextColumn]) -> Result<()> {
-        let names: Vec<&str> = batch
-            .schema_ref()
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect();
-        self.add_texts(&names, texts, batch.num_rows());
+        self.add_batch_texts(batch, texts);
         Ok(())
     }
     fn merge(&mut self, other: Self) {
