@@ -326,6 +326,9 @@ pub(super) async fn check_files(
 pub(super) fn quoted_line_break(path: &Path, delimiter: u8) -> Result<bool> {
     use std::io::Read;
     let io = |e| PbgError::io(path, e);
+    if !holds_quote(path)? {
+        return Ok(false);
+    }
     let mut file = std::fs::File::open(path).map_err(io)?;
     let mut buf = vec![0u8; 8 << 20];
     // Unquoted: `start` says whether the next byte starts a field. Quoted: `quote` says whether
@@ -378,6 +381,26 @@ pub(super) fn quoted_line_break(path: &Path, delimiter: u8) -> Result<bool> {
             }
         }
     }
+}
+
+/// Whether a file holds a `"` at all: its byte ranges searched in parallel.
+fn holds_quote(path: &Path) -> Result<bool> {
+    use rayon::prelude::*;
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e| PbgError::io(path, e);
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    const RANGE: u64 = 16 << 20;
+    (0..len.div_ceil(RANGE))
+        .into_par_iter()
+        .map(|i| {
+            let (start, end) = (i * RANGE, ((i + 1) * RANGE).min(len));
+            let mut file = std::fs::File::open(path).map_err(io)?;
+            file.seek(SeekFrom::Start(start)).map_err(io)?;
+            let mut buf = vec![0u8; (end - start) as usize];
+            file.read_exact(&mut buf).map_err(io)?;
+            Ok(memchr::memchr(b'"', &buf).is_some())
+        })
+        .try_reduce(|| false, |a, b| Ok(a || b))
 }
 
 /// Whether two column lists hold the same names, in any order.
