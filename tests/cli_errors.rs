@@ -369,3 +369,32 @@ fn correlate_leaves_identifiers_out() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("`nope`"), "{err}");
 }
+
+/// `--quiet` is accepted before or after any command; progress never reaches a stderr that is not
+/// a terminal, so a successful run leaves it empty.
+#[test]
+fn quiet_and_clean_stderr() {
+    for args in [
+        vec![
+            "--quiet",
+            "evaluate",
+            "datasets/t1/t1.toml",
+            "--node",
+            "1,1",
+        ],
+        vec!["lattice", "datasets/t1/t1.toml", "--quiet"],
+        vec!["search", "datasets/t1/t1.toml", "--objectives", "k,glm"],
+    ] {
+        let o = pbg(&args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            o.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pbg::policy::{Policy, PolicyText, pick};
-use pbg::release::anonymize;
+use pbg::release::anonymize_with;
 
 use super::profile_args::ProfileArgs;
 
@@ -129,7 +129,8 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
         (None, Some(r)) => pbg::policy::Requirement::parse_list(r)?,
         _ => Vec::new(),
     };
-    let summary = anonymize(
+    let stages = super::progress::Stages::new("anonymize");
+    let summary = anonymize_with(
         &profile,
         &|ev| match (&policy, &node_text) {
             (Some(p), _) => {
@@ -167,7 +168,9 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
             )),
         },
         &a.output,
+        &|name| stages.stage(name),
     )?;
+    drop(stages);
     let mut report = serde_json::to_value(&summary)?;
     // Every index, as `evaluate` prints them (computed ones such as risk_prosecutor included).
     let present = pbg::indices::Present::of_profile(&profile);

@@ -47,10 +47,13 @@ pub struct AdultLikeArgs {
 
 /// Runs a generator and prints a one-line JSON summary.
 pub fn run(g: Generate) -> anyhow::Result<()> {
+    let stages = super::progress::Stages::new("generate");
+    stages.stage("writing rows");
     match g {
         Generate::AdultLike(a) => {
             let start = std::time::Instant::now();
             let rows = pbg::generate::adult_like(a.rows, a.seed, &a.output)?;
+            drop(stages);
             println!(
                 "{}",
                 serde_json::json!({"output": a.output, "rows": rows, "seed": a.seed, "seconds": start.elapsed().as_secs_f64()})
@@ -60,6 +63,7 @@ pub fn run(g: Generate) -> anyhow::Result<()> {
         Generate::Wide(a) => {
             let start = std::time::Instant::now();
             let (data, profile) = pbg::generate::wide(a.qis, a.rows, a.seed, &a.output)?;
+            drop(stages);
             println!(
                 "{}",
                 serde_json::json!({"data": data, "profile": profile, "qis": a.qis, "rows": a.rows, "seed": a.seed, "seconds": start.elapsed().as_secs_f64()})

@@ -22,6 +22,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "pbg", version, about)]
 struct Cli {
+    /// No progress display on stderr (it is shown only on a terminal anyway).
+    #[arg(long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,7 +59,9 @@ enum Command {
 
 /// Parses the command line and runs the subcommand.
 pub fn run() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    progress::set_quiet(cli.quiet);
+    match cli.command {
         Command::Evaluate(a) => evaluate::run(a),
         Command::Lattice(a) => lattice::run(a),
         Command::Anonymize(a) => anonymize::run(a),

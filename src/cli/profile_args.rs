@@ -158,6 +158,8 @@ impl ProfileArgs {
     /// Loads and encodes the data, ready to evaluate (rows kept: vectors and comparisons).
     pub fn evaluator(&self) -> Result<Evaluator, PbgError> {
         let profile = self.profile()?;
+        let stages = super::progress::Stages::new("read");
+        stages.stage(&format!("{} (rows)", profile.input));
         Evaluator::new(Arc::new(Dataset::load(&profile)?))
     }
 
@@ -165,6 +167,8 @@ impl ProfileArgs {
     /// the distinct combinations, not the rows (every index is the same as from the rows).
     pub fn statistics_evaluator(&self) -> Result<Evaluator, PbgError> {
         let profile = self.profile()?;
+        let stages = super::progress::Stages::new("read");
+        stages.stage(&format!("{} (class statistics)", profile.input));
         Evaluator::new(Arc::new(Dataset::load_statistics(&profile)?))
     }
 }

@@ -55,7 +55,10 @@ pub fn run(a: SliceArgs) -> anyhow::Result<()> {
         generalize,
         diversity: pbg::slicing::diversity::Diversity::parse(&a.diversity)?,
     };
+    let stages = super::progress::Stages::new("slice");
+    stages.stage(&format!("{} into {}", profile.input, a.output.display()));
     let summary = slice(&profile, &options, &a.output)?;
+    drop(stages);
     println!("{}", serde_json::to_string(&summary)?);
     Ok(())
 }

@@ -45,6 +45,8 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         return run_alone(&a, &require);
     }
     let profile = a.profile.profile()?;
+    let stages = super::progress::Stages::new("verify");
+    stages.stage(&format!("{} (class statistics)", profile.input));
     let dataset = Dataset::load_statistics(&profile)?;
     let present = pbg::indices::Present::of(&dataset);
     for r in &require {
@@ -69,6 +71,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
             rules
         }
     };
+    stages.stage(&format!("re-reading {}", a.release.display()));
     let ctx = pbg::input::new_context();
     let mut outcome = None;
     let mut first_error = None;

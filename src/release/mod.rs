@@ -160,7 +160,18 @@ pub fn anonymize(
     choose: &dyn Fn(&Evaluator) -> Result<Node>,
     output: &Path,
 ) -> Result<ReleaseSummary> {
+    anonymize_with(profile, choose, output, &|_| {})
+}
+
+/// [`anonymize`], telling `stage` the name of each stage as it starts (for progress display).
+pub fn anonymize_with(
+    profile: &Profile,
+    choose: &dyn Fn(&Evaluator) -> Result<Node>,
+    output: &Path,
+    stage: &dyn Fn(&'static str),
+) -> Result<ReleaseSummary> {
     let start = Instant::now();
+    stage("pass 1: class statistics");
     profile.protect(output)?;
     let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
@@ -195,9 +206,11 @@ pub fn anonymize(
     }
     let ev = Evaluator::new(Arc::new(dataset))?;
     let t1 = Instant::now();
+    stage("choosing the node");
     let node = choose(&ev)?;
     let indices = ev.evaluate(&node)?;
     let t2 = Instant::now();
+    stage("pass 2: writing the release");
     // A CSV release of a text input: from the kept rows, else read again in ordered ranges;
     // anything else through the release plan.
     let text = ev
@@ -215,6 +228,7 @@ pub fn anonymize(
         None => (2, block_on(write_release(&ctx, &ev, &node, temp, format))??),
     };
     let t3 = Instant::now();
+    stage("verifying the release");
     let (check, _) = block_on(verify_release(
         &ctx,
         &ev,
