@@ -7,6 +7,7 @@ mod csv_release;
 mod distances;
 mod fuzz;
 mod golden;
+mod init;
 mod naive;
 mod optimal;
 mod release;

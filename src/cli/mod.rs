@@ -6,6 +6,7 @@ mod correlate;
 mod evaluate;
 mod experiment;
 mod generate;
+mod init;
 mod lattice;
 mod output;
 mod profile_args;
@@ -31,6 +32,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Draft a profile and hierarchies from a table (roles from distinct counts, a hierarchy per QI).
+    Init(init::InitArgs),
+    /// Hierarchy tools.
+    #[command(subcommand)]
+    Hierarchy(init::HierarchyCommand),
     /// Evaluate one lattice node: classes, k, l, suppression, GLM, S_k, S_l, CM.
     Evaluate(evaluate::EvaluateArgs),
     /// Evaluate every node of the lattice (parallel, by roll-ups).
@@ -62,6 +68,8 @@ pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     progress::set_quiet(cli.quiet);
     match cli.command {
+        Command::Init(a) => init::run(a),
+        Command::Hierarchy(c) => init::run_hierarchy(c),
         Command::Evaluate(a) => evaluate::run(a),
         Command::Lattice(a) => lattice::run(a),
         Command::Anonymize(a) => anonymize::run(a),

@@ -5,6 +5,7 @@
 //! (an Int64 `age` of 39 matches the leaf `39`); strings are not touched again until output.
 
 mod accumulate;
+pub mod draft;
 pub mod hierarchy;
 pub mod profile;
 pub mod statistics;

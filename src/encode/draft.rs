@@ -1,0 +1,627 @@
+//! A profile drafted from the data (`pbg init`, `pbg hierarchy build`): roles proposed from each
+//! column's distinct count (nearly unique columns are identifiers), and a hierarchy per QI built
+//! from its values — fixed-width codes masked, dates by month then year, numbers in intervals cut
+//! at quantiles (each level merging pairs of the level below, so bins hold about twice the rows),
+//! other text in frequency-ordered groups — written as ARX files with a commented TOML profile
+//! that `anonymize` accepts as it is.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int64Type;
+use datafusion::functions_aggregate::expr_fn::{approx_distinct, count};
+use datafusion::prelude::{SessionContext, lit};
+
+use super::hierarchy::{Hierarchy, HierarchySpec, LossModel};
+use crate::encode::text_column;
+use crate::error::{PbgError, Result};
+use crate::input::{self, Input, df_error};
+
+/// Columns with more distinct values than this are not read value by value (and are not drafted
+/// as QIs unless numeric intervals could be cut from a sample of them).
+pub const MAX_VALUES: u64 = 100_000;
+
+/// Bins of the finest interval level (halved at each level above).
+const BINS: usize = 16;
+
+/// What the data says about one column.
+#[derive(Debug, Clone)]
+pub struct ColumnFacts {
+    /// The column's name.
+    pub name: String,
+    /// Distinct non-null values (approximate beyond a few thousand).
+    pub distinct: u64,
+    /// Null rows.
+    pub nulls: u64,
+    /// The distinct text forms with their counts, most frequent first (when at most
+    /// [`MAX_VALUES`]).
+    pub values: Option<Vec<(String, u64)>>,
+}
+
+/// How a QI's hierarchy is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraftKind {
+    /// Intervals cut at quantiles.
+    Interval,
+    /// Trailing characters masked.
+    Mask,
+    /// Day → month → year.
+    Date,
+    /// Frequency-ordered groups, then `*`.
+    Categorical,
+}
+
+impl DraftKind {
+    /// The name used in the profile's comments and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            DraftKind::Interval => "interval",
+            DraftKind::Mask => "mask",
+            DraftKind::Date => "date",
+            DraftKind::Categorical => "categorical",
+        }
+    }
+
+    /// Parses `auto` (None) or a kind name.
+    pub fn parse(text: &str) -> Result<Option<Self>> {
+        Ok(match text {
+            "auto" => None,
+            "interval" => Some(DraftKind::Interval),
+            "mask" => Some(DraftKind::Mask),
+            "date" => Some(DraftKind::Date),
+            "categorical" => Some(DraftKind::Categorical),
+            other => {
+                return Err(PbgError::argument(
+                    "kind",
+                    format!("`{other}`: use auto, interval, mask, date or categorical"),
+                ));
+            }
+        })
+    }
+
+    /// The kind the values suggest: dates, then fixed-width codes, then numbers, else text.
+    pub fn of(values: &[(String, u64)]) -> Self {
+        let all = |f: &dyn Fn(&str) -> bool| values.iter().all(|(v, _)| f(v));
+        let date = |v: &str| {
+            let b = v.as_bytes();
+            b.len() >= 10
+                && b[4] == b'-'
+                && b[7] == b'-'
+                && b[..4]
+                    .iter()
+                    .chain(&b[5..7])
+                    .chain(&b[8..10])
+                    .all(u8::is_ascii_digit)
+        };
+        if !values.is_empty() && all(&date) {
+            return DraftKind::Date;
+        }
+        let width = values.first().map_or(0, |(v, _)| v.len());
+        if width >= 4
+            && values.len() > 2
+            && all(&|v: &str| v.len() == width && v.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            return DraftKind::Mask;
+        }
+        if values.len() > 2 && all(&|v: &str| v.trim().parse::<f64>().is_ok_and(f64::is_finite)) {
+            return DraftKind::Interval;
+        }
+        DraftKind::Categorical
+    }
+}
+
+/// The distinct count and null count of every column of `input`, and the values with counts of
+/// those with at most [`MAX_VALUES`] distinct values.
+pub async fn column_facts(
+    ctx: &SessionContext,
+    input: &Input,
+    delimiter: u8,
+) -> Result<(u64, Vec<ColumnFacts>)> {
+    let df = input::open(ctx, input, delimiter).await?;
+    let fields: Vec<(String, bool)> = df
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            (
+                f.name().clone(),
+                f.data_type().is_nested()
+                    || matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..)),
+            )
+        })
+        .collect();
+    let names: Vec<String> = fields.iter().map(|f| f.0.clone()).collect();
+    let mut aggregates = vec![count(lit(1)).alias("__rows")];
+    for (i, (n, textual)) in fields.iter().enumerate() {
+        // approx_distinct takes plain types: dictionaries (and nested values) by their text.
+        let column = if *textual {
+            datafusion::prelude::cast(input::column(n), arrow::datatypes::DataType::Utf8)
+        } else {
+            input::column(n)
+        };
+        aggregates.push(approx_distinct(column).alias(format!("__d{i}")));
+        aggregates.push(count(input::column(n)).alias(format!("__n{i}")));
+    }
+    let batches = df
+        .clone()
+        .aggregate(vec![], aggregates)
+        .map_err(|e| df_error(input, e))?
+        .collect()
+        .await
+        .map_err(|e| df_error(input, e))?;
+    let batch = batches.first().ok_or_else(|| PbgError::EmptyTable {
+        path: input.as_path(),
+    })?;
+    let number = |c: usize| -> u64 {
+        let col = batch.column(c);
+        match col.data_type() {
+            arrow::datatypes::DataType::Int64 => col.as_primitive::<Int64Type>().value(0) as u64,
+            _ => arrow::compute::cast(col, &arrow::datatypes::DataType::UInt64)
+                .map(|a| a.as_primitive::<arrow::datatypes::UInt64Type>().value(0))
+                .unwrap_or(0),
+        }
+    };
+    let rows = number(0);
+    let mut facts = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let distinct = number(1 + 2 * i);
+        let nulls = rows - number(2 + 2 * i).min(rows);
+        let values = if distinct <= MAX_VALUES {
+            Some(value_counts(&df, input, name).await?)
+        } else {
+            None
+        };
+        facts.push(ColumnFacts {
+            name: name.clone(),
+            distinct: values.as_ref().map_or(distinct, |v| v.len() as u64),
+            nulls,
+            values,
+        });
+    }
+    Ok((rows, facts))
+}
+
+/// The distinct non-null text forms of column `name` of `input` with their counts, most frequent
+/// first (what `pbg hierarchy build` drafts a hierarchy from).
+pub async fn column_values(
+    ctx: &SessionContext,
+    input: &Input,
+    delimiter: u8,
+    name: &str,
+) -> Result<Vec<(String, u64)>> {
+    let df = input::open(ctx, input, delimiter).await?;
+    input::column_index(input, df.schema().as_arrow(), name)?;
+    value_counts(&df, input, name).await
+}
+
+/// The distinct text forms of column `name` with their counts, most frequent first (ties by text).
+async fn value_counts(
+    df: &datafusion::prelude::DataFrame,
+    input: &Input,
+    name: &str,
+) -> Result<Vec<(String, u64)>> {
+    let batches = df
+        .clone()
+        .aggregate(vec![input::column(name)], vec![count(lit(1)).alias("__n")])
+        .map_err(|e| df_error(input, e))?
+        .collect()
+        .await
+        .map_err(|e| df_error(input, e))?;
+    let mut out = Vec::new();
+    for b in &batches {
+        let text = text_column(b.column(0))?;
+        let n = arrow::compute::cast(b.column(1), &arrow::datatypes::DataType::UInt64)?;
+        let n = n.as_primitive::<arrow::datatypes::UInt64Type>();
+        for r in 0..b.num_rows() {
+            if let Some(k) = text.keys.is_valid(r).then(|| text.keys.value(r)) {
+                out.push((text.values.value(k as usize).to_string(), n.value(r)));
+            }
+        }
+    }
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// Builds a hierarchy of `kind` for column `name` over its values (with counts).
+pub fn build_hierarchy(name: &str, values: &[(String, u64)], kind: DraftKind) -> Result<Hierarchy> {
+    let leaves: Vec<(String, usize)> = values.iter().map(|(v, _)| (v.clone(), 1)).collect();
+    match kind {
+        DraftKind::Mask => HierarchySpec::Mask {
+            steps: None,
+            char: '*',
+        }
+        .build(name, &leaves),
+        DraftKind::Date => HierarchySpec::Date {
+            levels: vec!["month".into(), "year".into()],
+        }
+        .build(name, &leaves),
+        DraftKind::Interval => HierarchySpec::Interval {
+            widths: Vec::new(),
+            origin: 0.0,
+            cuts: quantile_cuts(values),
+        }
+        .build(name, &leaves),
+        DraftKind::Categorical => categorical(name, values),
+    }
+}
+
+/// Cut points per level: the finest at the [`BINS`]-quantiles of the values (weighted by their
+/// counts), each coarser level every other cut of the level below.
+fn quantile_cuts(values: &[(String, u64)]) -> Vec<Vec<f64>> {
+    let mut numbers: Vec<(f64, u64)> = values
+        .iter()
+        .filter_map(|(v, n)| v.trim().parse::<f64>().ok().map(|x| (x, *n)))
+        .collect();
+    numbers.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = numbers.iter().map(|x| x.1).sum();
+    let mut finest: Vec<f64> = Vec::new();
+    let mut seen = 0u64;
+    let mut next = 1;
+    for &(x, n) in &numbers {
+        // A cut at x opens the bin that starts with x once the bins below hold their share.
+        while next < BINS && seen * BINS as u64 >= next as u64 * total {
+            if finest.last() != Some(&x) && Some(x) != numbers.first().map(|f| f.0) {
+                finest.push(x);
+            }
+            next += 1;
+        }
+        seen += n;
+    }
+    let mut levels = vec![finest];
+    while let Some(last) = levels.last() {
+        if last.len() <= 1 {
+            break;
+        }
+        let coarser: Vec<f64> = last.iter().skip(1).step_by(2).copied().collect();
+        levels.push(coarser);
+    }
+    levels.retain(|l| !l.is_empty());
+    if levels.is_empty() {
+        levels.push(Vec::new());
+    }
+    levels
+}
+
+/// Frequency-ordered groups of about √d values each (d distinct values), then `*`.
+fn categorical(name: &str, values: &[(String, u64)]) -> Result<Hierarchy> {
+    let d = values.len();
+    let size = (d as f64).sqrt().ceil().max(1.0) as usize;
+    let rows: Vec<Vec<String>> = values
+        .chunks(size)
+        .flat_map(|group| {
+            let label = group_label(group);
+            group
+                .iter()
+                .map(move |(v, _)| {
+                    if d <= 3 {
+                        vec![v.clone(), "*".to_string()]
+                    } else {
+                        vec![v.clone(), label.clone(), "*".to_string()]
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    Hierarchy::from_rows(name, "drafted groups", &rows, LossModel::LeafCount)
+}
+
+/// A group's label: its values joined by `|`, shortened to the first and a count when long.
+fn group_label(group: &[(String, u64)]) -> String {
+    let joined = group
+        .iter()
+        .map(|(v, _)| v.as_str())
+        .collect::<Vec<_>>()
+        .join("|");
+    if group.len() == 1 {
+        return format!("{{{joined}}}");
+    }
+    if joined.chars().count() <= 40 {
+        format!("{{{joined}}}")
+    } else {
+        format!("{{{}|… +{}}}", group[0].0, group.len() - 1)
+    }
+}
+
+/// The ARX file of a hierarchy: one row per leaf, `leaf;level1;...;top`, `;`-separated (values
+/// holding `;`, quotes or line breaks quoted).
+pub fn arx_text(h: &Hierarchy) -> String {
+    let quote = |v: &str| {
+        if v.contains([';', '"', '\n', '\r']) || v.trim() != v {
+            format!("\"{}\"", v.replace('"', "\"\""))
+        } else {
+            v.to_string()
+        }
+    };
+    let mut out = String::new();
+    for (leaf, text) in h.leaves().iter().enumerate() {
+        out.push_str(&quote(text));
+        for l in 1..=h.height() {
+            let level = h.level(l);
+            out.push(';');
+            out.push_str(&quote(&level.labels[level.group_of_leaf[leaf] as usize]));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The roles and hierarchies proposed for a table.
+#[derive(Debug)]
+pub struct Draft {
+    /// The input.
+    pub input: Input,
+    /// Its CSV delimiter.
+    pub delimiter: u8,
+    /// Rows read.
+    pub rows: u64,
+    /// Identifier columns with their distinct counts (given or nearly unique).
+    pub identifiers: Vec<(String, u64)>,
+    /// The sensitive attribute, and whether it was guessed.
+    pub sensitive: (String, bool),
+    /// QIs with their kind and hierarchy.
+    pub qis: Vec<(String, DraftKind, Hierarchy)>,
+    /// Columns left out, with why.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Drafts the roles and hierarchies of `input`: `sensitive` (else the last column that is not an
+/// identifier, marked as a guess), `qis` (else every other column a hierarchy can be built for),
+/// `identifiers` (plus the nearly unique columns).
+pub async fn draft(
+    ctx: &SessionContext,
+    input: &Input,
+    delimiter: u8,
+    sensitive: Option<&str>,
+    qis: &[String],
+    identifiers: &[String],
+) -> Result<Draft> {
+    let (rows, facts) = column_facts(ctx, input, delimiter).await?;
+    let known = |name: &str, what: &str| -> Result<()> {
+        if facts.iter().any(|f| f.name == name) {
+            Ok(())
+        } else {
+            Err(PbgError::UnknownColumn {
+                path: input.as_path(),
+                column: format!("{name} ({what})"),
+                available: facts
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+        }
+    };
+    for n in identifiers {
+        known(n, "--identifier")?;
+    }
+    for n in qis {
+        known(n, "--qi")?;
+    }
+    if let Some(s) = sensitive {
+        known(s, "--sensitive")?;
+    }
+    let nearly_unique = |f: &ColumnFacts| rows >= 20 && f.distinct * 10 >= rows * 9;
+    let id: Vec<(String, u64)> = facts
+        .iter()
+        .filter(|f| {
+            identifiers.contains(&f.name)
+                || (!qis.contains(&f.name) && sensitive != Some(&f.name) && nearly_unique(f))
+        })
+        .map(|f| (f.name.clone(), f.distinct))
+        .collect();
+    let is_id = |n: &str| id.iter().any(|(i, _)| i == n);
+    let sensitive = match sensitive {
+        Some(s) => (s.to_string(), false),
+        None => match facts
+            .iter()
+            .rev()
+            .find(|f| !is_id(&f.name) && !qis.contains(&f.name))
+        {
+            Some(f) => (f.name.clone(), true),
+            None => {
+                return Err(PbgError::argument(
+                    "sensitive",
+                    "no column is left for the sensitive attribute: name one with --sensitive",
+                ));
+            }
+        },
+    };
+    let mut drafted = Vec::new();
+    let mut skipped = Vec::new();
+    for f in &facts {
+        let wanted = if qis.is_empty() {
+            !is_id(&f.name) && f.name != sensitive.0
+        } else {
+            qis.contains(&f.name)
+        };
+        if !wanted {
+            continue;
+        }
+        let why = if f.nulls > 0 {
+            Some(format!(
+                "{} null values: add it as a QI with `null_as` set to one of its values",
+                f.nulls
+            ))
+        } else if f.values.is_none() {
+            Some(format!(
+                "about {} distinct values: too many to draft a hierarchy (write one, or use an interval hierarchy in the profile)",
+                f.distinct
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            if qis.contains(&f.name) {
+                return Err(PbgError::argument(
+                    "qi",
+                    format!("column `{}`: {why}", f.name),
+                ));
+            }
+            skipped.push((f.name.clone(), why));
+            continue;
+        }
+        let values = f.values.as_deref().unwrap_or_default();
+        let kind = DraftKind::of(values);
+        drafted.push((
+            f.name.clone(),
+            kind,
+            build_hierarchy(&f.name, values, kind)?,
+        ));
+    }
+    if drafted.is_empty() {
+        return Err(PbgError::argument(
+            "qi",
+            "no column could be drafted as a quasi-identifier: name them with --qi",
+        ));
+    }
+    Ok(Draft {
+        input: input.clone(),
+        delimiter,
+        rows,
+        identifiers: id,
+        sensitive,
+        qis: drafted,
+        skipped,
+    })
+}
+
+/// A file-name-safe form of a column name.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Writes `dir/profile.toml` and `dir/hierarchies/<qi>.csv`; returns the profile's path. Existing
+/// files of the same names are refused (a draft never overwrites an edited profile).
+pub fn write_draft(draft: &Draft, dir: &Path) -> Result<PathBuf> {
+    let hier = dir.join("hierarchies");
+    std::fs::create_dir_all(&hier).map_err(|e| PbgError::io(&hier, e))?;
+    let profile = dir.join("profile.toml");
+    if profile.exists() {
+        return Err(PbgError::io(
+            &profile,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "a profile is already there: choose another --output directory or remove it",
+            ),
+        ));
+    }
+    let input = match &draft.input {
+        Input::Path(p) => p
+            .canonicalize()
+            .map_err(|e| PbgError::io(p, e))?
+            .to_string_lossy()
+            .into_owned(),
+        Input::Table(t) => t.clone(),
+    };
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "# Drafted by `pbg init` from {} ({} rows). Review every role and hierarchy before a release.",
+        draft.input, draft.rows
+    );
+    let key = if matches!(draft.input, Input::Table(_)) {
+        "table"
+    } else {
+        "input"
+    };
+    let _ = writeln!(t, "{key} = {}", toml_string(&input));
+    if draft.delimiter != b',' {
+        let _ = writeln!(
+            t,
+            "delimiter = {}",
+            toml_string(&(draft.delimiter as char).to_string())
+        );
+    }
+    if draft.sensitive.1 {
+        let _ = writeln!(
+            t,
+            "# GUESSED: the last column that is not an identifier. Name the real one (--sensitive)."
+        );
+    }
+    let _ = writeln!(t, "sensitive = {}", toml_string(&draft.sensitive.0));
+    if !draft.identifiers.is_empty() {
+        let _ = writeln!(
+            t,
+            "# Identifiers are dropped from every release; {} proposed (given, or nearly unique: {}).",
+            draft.identifiers.len(),
+            draft
+                .identifiers
+                .iter()
+                .map(|(n, d)| format!("{n} ~{d} distinct"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let ids: Vec<String> = draft
+            .identifiers
+            .iter()
+            .map(|(n, _)| toml_string(n))
+            .collect();
+        let _ = writeln!(t, "identifiers = [{}]", ids.join(", "));
+    }
+    let _ = writeln!(t, "suppression_limit = \"1%\"");
+    for (name, why) in &draft.skipped {
+        let _ = writeln!(t, "# Not a QI here: `{name}`: {why}.");
+    }
+    for (name, kind, h) in &draft.qis {
+        let file = format!("{}.csv", file_stem(name));
+        let path = hier.join(&file);
+        if path.exists() {
+            return Err(PbgError::io(
+                &path,
+                std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already there"),
+            ));
+        }
+        write_atomic(&path, &arx_text(h))?;
+        let _ = writeln!(
+            t,
+            "\n# {name}: {} hierarchy over {} values, {} levels above the values.",
+            kind.name(),
+            h.leaves().len(),
+            h.height()
+        );
+        let _ = writeln!(t, "[[qi]]\nname = {}", toml_string(name));
+        let _ = writeln!(
+            t,
+            "hierarchy = {}",
+            toml_string(&format!("hierarchies/{file}"))
+        );
+    }
+    write_atomic(&profile, &t)?;
+    Ok(profile)
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it into place.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let file = crate::io::AtomicFile::new(path)?;
+    std::fs::write(file.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
+    file.commit()
+}
