@@ -591,8 +591,16 @@ pub fn write_draft(draft: &Draft, dir: &Path) -> Result<PathBuf> {
     for (name, why) in &draft.skipped {
         let _ = writeln!(t, "# Not a QI here: `{name}`: {why}.");
     }
+    let mut used = std::collections::HashSet::new();
     for (name, kind, h) in &draft.qis {
-        let file = format!("{}.csv", file_stem(name));
+        // Names that differ only in characters a file name cannot hold get numbered files.
+        let stem = file_stem(name);
+        let mut file = format!("{stem}.csv");
+        let mut n = 2;
+        while !used.insert(file.to_ascii_lowercase()) {
+            file = format!("{stem}_{n}.csv");
+            n += 1;
+        }
         let path = hier.join(&file);
         if path.exists() {
             return Err(PbgError::io(
