@@ -129,3 +129,60 @@ fn a_failed_run_leaves_the_previous_release_untouched() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/dir"));
     assert!(repo("datasets/t1/t1.csv").exists());
 }
+
+/// `anonymize --report`: one self-contained page whose numbers are the JSON report's, with both
+/// figures and the verification result; nothing is fetched from elsewhere.
+#[test]
+fn html_report_matches_the_json_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("release.csv");
+    let page = dir.path().join("report.html");
+    let r = pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult-arx7.toml",
+        "--pick",
+        "--require",
+        "k>=5,l>=2",
+        "--minimize",
+        "glm",
+        "--output",
+        out.to_str().unwrap(),
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for (id, v) in [
+        ("rows_in", &r["rows_in"]),
+        ("rows_released", &r["rows_released"]),
+        ("suppressed", &r["suppressed"]),
+        ("ix-k", &r["indices"]["k"]),
+        ("ix-l_distinct", &r["indices"]["l_distinct"]),
+        ("ix-classes", &r["indices"]["classes"]),
+    ] {
+        assert!(
+            html.contains(&format!("id=\"{id}\">{v}<")),
+            "{id} = {v} missing"
+        );
+    }
+    assert_eq!(html.matches("<svg").count(), 2, "both figures");
+    assert!(html.contains("id=\"fig-sizes\"") && html.contains("id=\"fig-front\""));
+    assert!(html.contains("class=\"ok\">verified"));
+    assert!(html.contains("<code>k&gt;=5</code>") && html.contains("<code>l&gt;=2</code>"));
+    assert!(html.contains("chosen node"));
+    assert!(
+        !html.contains("src=") && !html.contains("href="),
+        "nothing fetched"
+    );
+    // The report is refused over the input or over the release.
+    let o = pbg(&[
+        "anonymize",
+        "datasets/adult/adult-arx7.toml",
+        "--node",
+        "1,1,1,1,0,0,1",
+        "--output",
+        out.to_str().unwrap(),
+        "--report",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+}

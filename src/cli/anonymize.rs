@@ -59,6 +59,9 @@ pub struct AnonymizeArgs {
     /// The release file (.csv or .parquet); written to a temporary file, verified, then renamed.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
+    /// Also write a self-contained HTML report of the release (for a privacy officer).
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
 }
 
 /// The suppression rule of a run: `--suppression-rule`, by default `requirements` when there are
@@ -129,43 +132,59 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
         (None, Some(r)) => pbg::policy::Requirement::parse_list(r)?,
         _ => Vec::new(),
     };
+    if let Some(r) = &a.report {
+        profile.protect(r)?;
+        if r == &a.output {
+            anyhow::bail!("--report {} is the release itself", r.display());
+        }
+    }
+    let facts = std::sync::Mutex::new(None);
     let stages = super::progress::Stages::new("anonymize");
+    let choose_node = |ev: &pbg::Evaluator| match (&policy, &node_text) {
+        (Some(p), _) => {
+            let chosen = pick(ev, p)?;
+            let node = chosen.node.clone();
+            *picked.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
+            Ok(node)
+        }
+        (None, Some(text)) => {
+            let node = ev.parse_node(text)?;
+            // With an explicit node, --require is checked before anything is written.
+            let present = pbg::indices::Present::of(ev.dataset());
+            for r in &require {
+                r.measure.check_defined(present)?;
+            }
+            let ix = ev.evaluate(&node)?;
+            for r in &require {
+                if !r.holds(r.measure.of(&ix)) {
+                    return Err(pbg::PbgError::argument(
+                        "--require",
+                        format!(
+                            "node {text} does not meet {} ({} = {})",
+                            r.text(),
+                            r.measure.name(),
+                            r.measure.of(&ix)
+                        ),
+                    ));
+                }
+            }
+            Ok(node)
+        }
+        (None, None) => Err(pbg::PbgError::argument(
+            "--node",
+            "give --node L1,L2,... or --pick".to_string(),
+        )),
+    };
     let summary = anonymize_with(
         &profile,
-        &|ev| match (&policy, &node_text) {
-            (Some(p), _) => {
-                let chosen = pick(ev, p)?;
-                let node = chosen.node.clone();
-                *picked.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
-                Ok(node)
+        &|ev| {
+            let node = choose_node(ev)?;
+            if a.report.is_some() {
+                // What the page needs from the engine, while it holds the statistics.
+                *facts.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(super::report::facts(ev, &node)?);
             }
-            (None, Some(text)) => {
-                let node = ev.parse_node(text)?;
-                // With an explicit node, --require is checked before anything is written.
-                let present = pbg::indices::Present::of(ev.dataset());
-                for r in &require {
-                    r.measure.check_defined(present)?;
-                }
-                let ix = ev.evaluate(&node)?;
-                for r in &require {
-                    if !r.holds(r.measure.of(&ix)) {
-                        return Err(pbg::PbgError::argument(
-                            "--require",
-                            format!(
-                                "node {text} does not meet {} ({} = {})",
-                                r.text(),
-                                r.measure.name(),
-                                r.measure.of(&ix)
-                            ),
-                        ));
-                    }
-                }
-                Ok(node)
-            }
-            (None, None) => Err(pbg::PbgError::argument(
-                "--node",
-                "give --node L1,L2,... or --pick".to_string(),
-            )),
+            Ok(node)
         },
         &a.output,
         &|name| stages.stage(name),
@@ -179,6 +198,28 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
     report["suppression_rule"] = serde_json::Value::String(profile.suppression_rule.describe());
     if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
         report["pick"] = serde_json::to_value(p)?;
+    }
+    if let (Some(path), Some(facts)) = (
+        &a.report,
+        facts.into_inner().unwrap_or_else(|e| e.into_inner()),
+    ) {
+        let requirements: Vec<(String, f64, bool)> = match &a.policy.require {
+            Some(r) => pbg::policy::Requirement::parse_list(r)?
+                .iter()
+                .map(|r| {
+                    let v = r.measure.of(&summary.indices);
+                    (r.text(), v, r.holds(v))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let profile_text = match a.profile.file() {
+            Some(f) => std::fs::read_to_string(f).unwrap_or_default(),
+            None => format!("{profile:#?}"),
+        };
+        let html = super::report::render(&report, &facts, &requirements, &profile_text);
+        pbg::encode::draft::write_atomic(path, &html)?;
+        report["report"] = serde_json::json!(path);
     }
     println!("{}", serde_json::to_string(&report)?);
     Ok(())

@@ -12,6 +12,7 @@ mod output;
 mod profile_args;
 mod progress;
 mod prompt;
+mod report;
 mod search;
 mod slice;
 mod sql;

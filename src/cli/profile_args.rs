@@ -150,6 +150,11 @@ impl ProfileArgs {
         self.sensitive.as_deref()
     }
 
+    /// The profile file, if one was given.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        self.profile.as_deref().or(self.config.as_deref())
+    }
+
     /// Whether any profile source (file or --input) was given.
     pub fn given(&self) -> bool {
         self.profile.is_some() || self.config.is_some() || self.input.is_some()

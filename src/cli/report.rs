@@ -1,0 +1,412 @@
+//! `anonymize --report FILE.html`: one self-contained page for a privacy officer (inline CSS and
+//! SVG, nothing fetched): the data set, the requirements and whether they hold, the chosen node
+//! with each QI's level and example labels, the indices, suppression, the class-size
+//! distribution, the {k, GLM} front with the chosen node marked, and the verification result.
+
+use std::fmt::Write as _;
+
+use pbg::Evaluator;
+use pbg::Objective;
+use serde_json::Value;
+
+/// What the page needs from the engine, gathered while the node is chosen.
+#[derive(Debug)]
+pub struct ReportFacts {
+    /// Per QI: name, level, height, example labels at the level.
+    pub qis: Vec<(String, u8, u8, Vec<String>)>,
+    /// Released class sizes in powers of two: (from, to, classes, rows).
+    pub sizes: Vec<(u64, u64, u64, u64)>,
+    /// Suppressed classes and their rows.
+    pub suppressed: (u64, u64),
+    /// The exact {k, GLM} front: (node, k, glm); `None` with why when the lattice is too large.
+    pub front: Result<Vec<(Vec<u8>, f64, f64)>, String>,
+    /// Lattice nodes.
+    pub lattice_size: u128,
+}
+
+/// Lattices up to this size get their {k, GLM} front computed for the page.
+const FRONT_LIMIT: u128 = 200_000;
+
+/// Gathers the facts of `node`.
+pub fn facts(ev: &Evaluator, node: &[u8]) -> pbg::error::Result<ReportFacts> {
+    let ds = ev.dataset();
+    let qis = ds
+        .qis
+        .iter()
+        .enumerate()
+        .map(|(d, q)| {
+            let level = q.hierarchy.level(node[d]);
+            let examples = level.labels.iter().take(4).cloned().collect();
+            (q.name.clone(), node[d], q.hierarchy.height(), examples)
+        })
+        .collect();
+    let tables = ev.tables(node)?;
+    let threshold = ev.evaluate(node)?.threshold;
+    let mut sizes: Vec<(u64, u64, u64, u64)> = Vec::new();
+    let mut suppressed = (0, 0);
+    for class in tables.sens.classes() {
+        if class.size <= threshold {
+            suppressed.0 += 1;
+            suppressed.1 += class.size;
+            continue;
+        }
+        let b = 63 - class.size.max(1).leading_zeros() as usize;
+        if sizes.len() <= b {
+            sizes.resize(b + 1, (0, 0, 0, 0));
+        }
+        sizes[b].2 += 1;
+        sizes[b].3 += class.size;
+    }
+    for (b, s) in sizes.iter_mut().enumerate() {
+        s.0 = 1 << b;
+        s.1 = (1u64 << (b + 1)) - 1;
+    }
+    let lattice_size = ev.lattice().size_exact();
+    let front = if lattice_size <= FRONT_LIMIT {
+        let objectives = [
+            Objective::parse_objective("k")?,
+            Objective::parse_objective("glm")?,
+        ];
+        let result = pbg::search::exhaustive(ev, &objectives)?;
+        Ok(result
+            .front
+            .iter()
+            .map(|p| (p.node.clone(), p.values[0], p.values[1]))
+            .collect())
+    } else {
+        Err(format!(
+            "the lattice has {lattice_size} nodes: the front is drawn for lattices of up to {FRONT_LIMIT}"
+        ))
+    };
+    Ok(ReportFacts {
+        qis,
+        sizes,
+        suppressed,
+        front,
+        lattice_size,
+    })
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A number as people read it: 1.2k, 3.4M, 2.5e-3, integers as they are below 10,000.
+pub fn readable(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if x.fract() == 0.0 && a < 1e4 {
+        return format!("{x}");
+    }
+    if a >= 1e9 {
+        format!("{:.1}G", x / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", x / 1e3)
+    } else if a >= 0.01 || a == 0.0 {
+        format!("{x:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// Bars of the class-size distribution (x: sizes in powers of two, y: classes, log scale).
+fn histogram_svg(sizes: &[(u64, u64, u64, u64)]) -> String {
+    let (w, h, left, bottom, top) = (640.0, 320.0, 60.0, 72.0, 20.0);
+    let n = sizes.len().max(1) as f64;
+    let max = sizes.iter().map(|s| s.2).max().unwrap_or(1).max(1) as f64;
+    let y = |c: f64| h - bottom - (c.max(1.0).log10() / max.log10().max(1.0)) * (h - bottom - top);
+    let bar = (w - left - 20.0) / n;
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="class sizes">"#
+    );
+    for (i, &(from, to, classes, rows)) in sizes.iter().enumerate() {
+        if classes == 0 {
+            continue;
+        }
+        let x = left + i as f64 * bar;
+        let top_y = y(classes as f64);
+        let label = if from == to {
+            readable(from as f64)
+        } else {
+            format!("{}–{}", readable(from as f64), readable(to as f64))
+        };
+        let _ = write!(
+            s,
+            r##"<rect x="{:.1}" y="{top_y:.1}" width="{:.1}" height="{:.1}" fill="#4878a8"><title>{label}: {classes} classes, {rows} rows</title></rect>"##,
+            x + 2.0,
+            bar - 4.0,
+            (h - bottom - top_y).max(1.0)
+        );
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end" transform="rotate(-35 {:.1} {:.1})">{label}</text>"#,
+            x + bar / 2.0,
+            h - bottom + 14.0,
+            x + bar / 2.0,
+            h - bottom + 14.0
+        );
+    }
+    // y axis: decades.
+    let mut d = 1.0;
+    while d <= max * 1.0001 {
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            w - 20.0,
+            y(d),
+            y(d),
+            left - 6.0,
+            y(d) + 3.0,
+            readable(d)
+        );
+        d *= 10.0;
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">class size (rows per equivalence class)</text><text x="14" y="{}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {})">classes (log scale)</text></svg>"#,
+        (w + left) / 2.0,
+        h - 4.0,
+        h / 2.0,
+        h / 2.0
+    );
+    s
+}
+
+/// The {k, GLM} front: x = k (log scale), y = information loss (GLM); the chosen node marked.
+fn front_svg(front: &[(Vec<u8>, f64, f64)], chosen: &[u8], chosen_kg: (f64, f64)) -> String {
+    let (w, h, left, bottom, top, right) = (640.0, 320.0, 70.0, 45.0, 20.0, 20.0);
+    let kmax = front
+        .iter()
+        .map(|p| p.1)
+        .chain([chosen_kg.0])
+        .fold(1.0f64, f64::max);
+    let gmax = front
+        .iter()
+        .map(|p| p.2)
+        .chain([chosen_kg.1])
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let x = |k: f64| left + (k.max(1.0).log10() / kmax.log10().max(1.0)) * (w - left - right);
+    let y = |g: f64| h - bottom - (g / gmax) * (h - bottom - top);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="front">"#
+    );
+    let mut d = 1.0;
+    while d <= kmax * 1.0001 {
+        let _ = write!(
+            s,
+            r##"<line x1="{:.1}" x2="{:.1}" y1="{top}" y2="{}" stroke="#ddd"/><text x="{:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            x(d),
+            x(d),
+            h - bottom,
+            x(d),
+            h - bottom + 14.0,
+            readable(d)
+        );
+        d *= 10.0;
+    }
+    for i in 0..=4 {
+        let g = gmax * i as f64 / 4.0;
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            left - 6.0,
+            y(g) + 3.0,
+            readable(g)
+        );
+    }
+    let mut sorted: Vec<&(Vec<u8>, f64, f64)> = front.iter().collect();
+    sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let path: Vec<String> = sorted
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", x(p.1), y(p.2)))
+        .collect();
+    let _ = write!(
+        s,
+        r##"<polyline points="{}" fill="none" stroke="#999" stroke-dasharray="3 3"/>"##,
+        path.join(" ")
+    );
+    for p in &sorted {
+        let _ = write!(
+            s,
+            r##"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="#4878a8"><title>node {:?}: k = {}, GLM = {}</title></circle>"##,
+            x(p.1),
+            y(p.2),
+            p.0,
+            readable(p.1),
+            readable(p.2)
+        );
+    }
+    let (cx, cy) = (x(chosen_kg.0), y(chosen_kg.1));
+    let _ = write!(
+        s,
+        r##"<circle cx="{cx:.1}" cy="{cy:.1}" r="7" fill="none" stroke="#c0392b" stroke-width="2.5"><title>chosen node {chosen:?}</title></circle>"##
+    );
+    // The legend sits top left: a front rises from low k and loss to high k and loss, so that
+    // corner holds no point (and the box is opaque if one ever does).
+    let _ = write!(
+        s,
+        r##"<g><rect x="{}" y="{top}" width="150" height="38" fill="white" stroke="#ccc"/><circle cx="{}" cy="{}" r="3.5" fill="#4878a8"/><text x="{}" y="{}" font-size="11">minimal node (front)</text><circle cx="{}" cy="{}" r="6" fill="none" stroke="#c0392b" stroke-width="2.5"/><text x="{}" y="{}" font-size="11">chosen node</text></g>"##,
+        left + 8.0,
+        left + 20.0,
+        top + 12.0,
+        left + 32.0,
+        top + 16.0,
+        left + 20.0,
+        top + 28.0,
+        left + 32.0,
+        top + 32.0
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">k (smallest class size, log scale)</text><text x="14" y="{}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {})">information loss (GLM)</text></svg>"#,
+        (w + left) / 2.0,
+        h - 6.0,
+        h / 2.0,
+        h / 2.0
+    );
+    s
+}
+
+/// The page, from the JSON report of `anonymize` and the facts gathered with the node.
+/// `requirements` are (text, value, holds).
+pub fn render(
+    report: &Value,
+    facts: &ReportFacts,
+    requirements: &[(String, f64, bool)],
+    profile_text: &str,
+) -> String {
+    let num = |v: &Value| v.as_f64().map_or_else(|| v.to_string(), readable);
+    let ix = &report["indices"];
+    let node: Vec<u8> = report["node"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as u8)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pbg release report</title><style>
+body{{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}
+h1{{font-size:1.6em}}h2{{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}}
+table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ddd;padding:.3em .6em;text-align:left}}
+td.n{{text-align:right;font-variant-numeric:tabular-nums}}.ok{{color:#1e7d32;font-weight:600}}.no{{color:#c0392b;font-weight:600}}
+code{{background:#f4f4f4;padding:0 .2em}}.note{{color:#666;font-size:.9em}}</style></head><body>
+<h1>Release report</h1><p class="note">Written by pbg {} with the release; every figure below is from the same run as the JSON report.</p>"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    let verified = report["verified"].as_bool() == Some(true);
+    let _ = write!(
+        h,
+        r#"<h2>Verification</h2><p id="verified" class="{}">{}</p><p>The file was read back and its classes, k, l, GLM, every class's sensitive values, every label and every row (by fingerprint) were checked against the input before it was renamed into place.</p>"#,
+        if verified { "ok" } else { "no" },
+        if verified {
+            "verified: the release is exactly the chosen node's release"
+        } else {
+            "NOT verified"
+        }
+    );
+    let _ = write!(
+        h,
+        r#"<h2>Data set</h2><table><tr><th>release</th><td><code>{}</code></td></tr><tr><th>input rows</th><td class="n" id="rows_in">{}</td></tr><tr><th>released rows</th><td class="n" id="rows_released">{}</td></tr><tr><th>suppressed rows</th><td class="n" id="suppressed">{}</td></tr><tr><th>suppression rule</th><td>{} (threshold: classes of ≤ {} rows)</td></tr><tr><th>lattice</th><td class="n">{} nodes</td></tr></table>"#,
+        esc(report["output"].as_str().unwrap_or("")),
+        report["rows_in"],
+        report["rows_released"],
+        report["suppressed"],
+        esc(report["suppression_rule"].as_str().unwrap_or("")),
+        report["threshold"],
+        facts.lattice_size
+    );
+    h.push_str("<h2>Requirements</h2>");
+    if requirements.is_empty() {
+        h.push_str("<p>No requirement was given: the node was given by hand.</p>");
+    } else {
+        h.push_str("<table><tr><th>requirement</th><th>value</th><th>holds</th></tr>");
+        for (text, value, holds) in requirements {
+            let _ = write!(
+                h,
+                r#"<tr><td><code>{}</code></td><td class="n">{}</td><td class="{}">{}</td></tr>"#,
+                esc(text),
+                readable(*value),
+                if *holds { "ok" } else { "no" },
+                if *holds { "yes" } else { "NO" }
+            );
+        }
+        h.push_str("</table>");
+    }
+    let _ = write!(
+        h,
+        r#"<h2>Chosen node</h2><p>Node <code id="node">{node:?}</code>: the level of each quasi-identifier's hierarchy (0 = the values as they are).</p><table><tr><th>quasi-identifier</th><th>level</th><th>example labels at that level</th></tr>"#
+    );
+    for (name, level, height, examples) in &facts.qis {
+        let _ = write!(
+            h,
+            r#"<tr><td>{}</td><td class="n">{level} of {height}</td><td>{}</td></tr>"#,
+            esc(name),
+            examples
+                .iter()
+                .map(|e| format!("<code>{}</code>", esc(e)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    h.push_str("</table><h2>Privacy and utility</h2><table><tr><th>index</th><th>value</th></tr>");
+    if let Some(m) = ix.as_object() {
+        for (k, v) in m {
+            let _ = write!(
+                h,
+                r#"<tr><td>{}</td><td class="n" id="ix-{}">{}</td></tr>"#,
+                esc(k),
+                esc(k),
+                num(v)
+            );
+        }
+    }
+    h.push_str("</table><p class=\"note\">k: smallest class; l: fewest distinct sensitive values in a class; risks are re-identification probabilities of a prosecutor; GLM is the information loss (0 = none).</p>");
+    let _ = write!(
+        h,
+        r#"<h2>Class sizes</h2><p>The released equivalence classes by size; {} classes ({} rows) were suppressed.</p><figure id="fig-sizes">{}</figure>"#,
+        facts.suppressed.0,
+        facts.suppressed.1,
+        histogram_svg(&facts.sizes)
+    );
+    h.push_str("<h2>The {k, GLM} front</h2>");
+    match &facts.front {
+        Ok(front) => {
+            let chosen = (
+                ix["k"].as_f64().unwrap_or(1.0),
+                ix["glm"].as_f64().unwrap_or(0.0),
+            );
+            let _ = write!(
+                h,
+                r#"<p>Every node no other node beats on both protection (k, higher is better) and loss (GLM, lower is better): {} of {} nodes. The chosen node is circled (it may lie off the front when other requirements or suppression decided).</p><figure id="fig-front">{}</figure>"#,
+                front.len(),
+                facts.lattice_size,
+                front_svg(front, &node, chosen)
+            );
+        }
+        Err(why) => {
+            let _ = write!(h, "<p>Not drawn: {}.</p>", esc(why));
+        }
+    }
+    let _ = write!(
+        h,
+        r#"<h2>Profile</h2><pre>{}</pre></body></html>"#,
+        esc(profile_text)
+    );
+    h
+}
