@@ -171,3 +171,119 @@ fn hierarchy_build_kinds() {
     assert_eq!(h["kind"], "categorical");
     assert_eq!(h["values"], 10);
 }
+
+/// What an adversarial run found: float columns, a column left out (dropped, not released raw),
+/// names that would inject TOML, `;` inside values, contradictory roles, a draft inside the input.
+#[test]
+fn init_refuses_or_survives_hostile_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name);
+    // A float column in Parquet, and a free-text column with too many values to draft.
+    let parquet = p("people.parquet");
+    let o = pbg(&[
+        "sql",
+        "datasets/adult/adult.toml",
+        "-c",
+        &format!(
+            "COPY (SELECT CAST(age AS DOUBLE) AS age, sex, concat(sex, CAST(random() AS VARCHAR)) AS note, occupation FROM adult) TO '{}' STORED AS PARQUET",
+            parquet.display()
+        ),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = pbg_json(&[
+        "init",
+        "--input",
+        parquet.to_str().unwrap(),
+        "--sensitive",
+        "occupation",
+        "--output",
+        p("d1").to_str().unwrap(),
+    ]);
+    assert!(
+        d["identifiers"]
+            .as_array()
+            .unwrap()
+            .contains(&"note".into()),
+        "{d}"
+    );
+    let out = p("r1.csv");
+    pbg_json(&[
+        "anonymize",
+        p("d1/profile.toml").to_str().unwrap(),
+        "--pick",
+        "--require",
+        "k>=5",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let header = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !header.lines().next().unwrap().contains("note"),
+        "a left-out column is dropped"
+    );
+
+    // A column name with a line break and TOML in it, and `;` inside values.
+    let csv = p("odd.csv");
+    std::fs::write(
+        &csv,
+        "\"b\nnull_as = \"\"x\"\"\n#\",v,dx\n1,a;b,x\n2,c;d,y\n3,a;b,x\n4,e,y\n5,c;d,x\n6,e,y\n",
+    )
+    .unwrap();
+    pbg_json(&[
+        "init",
+        "--input",
+        csv.to_str().unwrap(),
+        "--sensitive",
+        "dx",
+        "--output",
+        p("d2").to_str().unwrap(),
+    ]);
+    let toml = std::fs::read_to_string(p("d2/profile.toml")).unwrap();
+    assert!(!toml.lines().any(|l| l.starts_with("null_as")), "{toml}");
+    let r = pbg_json(&[
+        "anonymize",
+        p("d2/profile.toml").to_str().unwrap(),
+        "--node",
+        "0,1",
+        "--output",
+        p("r2.csv").to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+
+    // One role per column; no draft inside the input directory.
+    for args in [
+        vec!["--sensitive", "dx", "--qi", "v,dx"],
+        vec!["--sensitive", "dx", "--identifier", "dx"],
+        vec!["--sensitive", "dx", "--qi", "v", "--identifier", "v"],
+    ] {
+        let mut all = vec!["init", "--input", csv.to_str().unwrap(), "--output"];
+        let target = p("d3");
+        all.push(target.to_str().unwrap());
+        all.extend(args);
+        let o = pbg(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("one role per column"),
+            "{err}"
+        );
+        assert!(!target.exists(), "nothing written");
+    }
+    let lake = p("lake");
+    std::fs::create_dir(&lake).unwrap();
+    std::fs::copy(&csv, lake.join("a.csv")).unwrap();
+    let o = pbg(&[
+        "init",
+        "--input",
+        lake.to_str().unwrap(),
+        "--sensitive",
+        "dx",
+        "--output",
+        lake.join("draft").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("inside the input directory"),
+        "{err}"
+    );
+    assert!(!lake.join("draft").exists());
+}

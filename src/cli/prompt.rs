@@ -40,6 +40,9 @@ pub fn meta(ctx: &SessionContext, line: &str) -> Option<Result<Meta, String>> {
              ORDER BY table_name"
                 .to_string(),
         )),
+        ("d", name) if !ctx.table_exist(name).unwrap_or(false) => {
+            Err(format!("no table `{name}` in the session (\\d lists them)"))
+        }
         ("d", name) => Ok(Meta::Sql(format!(
             "SELECT column_name, data_type, is_nullable FROM information_schema.columns \
              WHERE table_name = '{}' ORDER BY ordinal_position",

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use pbg::Evaluator;
 use pbg::Objective;
+use pbg::plot::readable;
 use serde_json::Value;
 
 /// What the page needs from the engine, gathered while the node is chosen.
@@ -92,31 +93,6 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-/// A number as people read it: 1.2k, 3.4M, 2.5e-3, integers as they are below 10,000.
-pub fn readable(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let a = x.abs();
-    if x.fract() == 0.0 && a < 1e4 {
-        return format!("{x}");
-    }
-    if a >= 1e9 {
-        format!("{:.1}G", x / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1}M", x / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1}k", x / 1e3)
-    } else if a >= 0.01 || a == 0.0 {
-        format!("{x:.3}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    } else {
-        format!("{x:.1e}")
-    }
 }
 
 /// Bars of the class-size distribution (x: sizes in powers of two, y: classes, log scale).

@@ -183,7 +183,7 @@ async fn interactive(ctx: &SessionContext, format: Format) -> anyhow::Result<()>
                     Ok(true) => {}
                     Ok(false) => break,
                     Err(e) => {
-                        eprintln!("pbg: error: {e:#}");
+                        eprintln!("pbg: error: {e}");
                         pending.clear();
                     }
                 }

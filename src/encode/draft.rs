@@ -34,6 +34,8 @@ pub struct ColumnFacts {
     pub distinct: u64,
     /// Null rows.
     pub nulls: u64,
+    /// Whether its type can be drafted (text, numbers, dates, times, booleans).
+    pub draftable: bool,
     /// The distinct text forms with their counts, most frequent first (when at most
     /// [`MAX_VALUES`]).
     pub values: Option<Vec<(String, u64)>>,
@@ -98,7 +100,7 @@ impl DraftKind {
             return DraftKind::Date;
         }
         let width = values.first().map_or(0, |(v, _)| v.len());
-        if width >= 4
+        if (4..=32).contains(&width)
             && values.len() > 2
             && all(&|v: &str| v.len() == width && v.bytes().all(|b| b.is_ascii_alphanumeric()))
         {
@@ -108,6 +110,19 @@ impl DraftKind {
             return DraftKind::Interval;
         }
         DraftKind::Categorical
+    }
+}
+
+/// Whether a column of type `t` can be drafted (text, numbers, dates, times, booleans).
+fn draftable(t: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType as T;
+    match t {
+        T::Dictionary(_, v) => draftable(v),
+        T::Utf8 | T::LargeUtf8 | T::Utf8View | T::Boolean => true,
+        T::Date32 | T::Date64 | T::Timestamp(..) => true,
+        t => {
+            t.is_integer() || t.is_floating() || matches!(t, T::Decimal128(..) | T::Decimal256(..))
+        }
     }
 }
 
@@ -123,22 +138,16 @@ pub async fn column_facts(
         .schema()
         .fields()
         .iter()
-        .map(|f| {
-            (
-                f.name().clone(),
-                f.data_type().is_nested()
-                    || matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..)),
-            )
-        })
+        .map(|f| (f.name().clone(), draftable(f.data_type())))
         .collect();
     let names: Vec<String> = fields.iter().map(|f| f.0.clone()).collect();
     let mut aggregates = vec![count(lit(1)).alias("__rows")];
-    for (i, (n, textual)) in fields.iter().enumerate() {
-        // approx_distinct takes plain types: dictionaries (and nested values) by their text.
-        let column = if *textual {
+    for (i, (n, ok)) in fields.iter().enumerate() {
+        // Distinct text forms (approx_distinct takes few types); other types count nothing.
+        let column = if *ok {
             datafusion::prelude::cast(input::column(n), arrow::datatypes::DataType::Utf8)
         } else {
-            input::column(n)
+            lit(0)
         };
         aggregates.push(approx_distinct(column).alias(format!("__d{i}")));
         aggregates.push(count(input::column(n)).alias(format!("__n{i}")));
@@ -167,7 +176,7 @@ pub async fn column_facts(
     for (i, name) in names.iter().enumerate() {
         let distinct = number(1 + 2 * i);
         let nulls = rows - number(2 + 2 * i).min(rows);
-        let values = if distinct <= MAX_VALUES {
+        let values = if fields[i].1 && distinct <= MAX_VALUES {
             Some(value_counts(&df, input, name).await?)
         } else {
             None
@@ -176,6 +185,7 @@ pub async fn column_facts(
             name: name.clone(),
             distinct: values.as_ref().map_or(distinct, |v| v.len() as u64),
             nulls,
+            draftable: fields[i].1,
             values,
         });
     }
@@ -361,7 +371,7 @@ pub struct Draft {
     pub sensitive: (String, bool),
     /// QIs with their kind and hierarchy.
     pub qis: Vec<(String, DraftKind, Hierarchy)>,
-    /// Columns left out, with why.
+    /// Columns left out as QIs, with why; they are dropped like identifiers (listed there too).
     pub skipped: Vec<(String, String)>,
 }
 
@@ -400,6 +410,18 @@ pub async fn draft(
     }
     if let Some(s) = sensitive {
         known(s, "--sensitive")?;
+        if qis.iter().any(|q| q == s) || identifiers.iter().any(|i| i == s) {
+            return Err(PbgError::argument(
+                "sensitive",
+                format!("column `{s}` is also given as a QI or an identifier: one role per column"),
+            ));
+        }
+    }
+    if let Some(q) = qis.iter().find(|q| identifiers.contains(q)) {
+        return Err(PbgError::argument(
+            "qi",
+            format!("column `{q}` is also given as an identifier: one role per column"),
+        ));
     }
     let nearly_unique = |f: &ColumnFacts| rows >= 20 && f.distinct * 10 >= rows * 9;
     let id: Vec<(String, u64)> = facts
@@ -427,6 +449,16 @@ pub async fn draft(
             }
         },
     };
+    if let Some(f) = facts.iter().find(|f| f.name == sensitive.0 && f.nulls > 0) {
+        return Err(PbgError::NullValue {
+            column: f.name.clone(),
+            row: 0,
+            hint: format!(
+                "the sensitive attribute must not be null ({} null rows): choose another with --sensitive, or fill them",
+                f.nulls
+            ),
+        });
+    }
     let mut drafted = Vec::new();
     let mut skipped = Vec::new();
     for f in &facts {
@@ -438,15 +470,28 @@ pub async fn draft(
         if !wanted {
             continue;
         }
-        let why = if f.nulls > 0 {
+        let why = if !f.draftable {
+            Some("its type cannot be drafted".to_string())
+        } else if f.nulls > 0 {
             Some(format!(
-                "{} null values: add it as a QI with `null_as` set to one of its values",
+                "{} null values (a QI needs `null_as` set to one of its values)",
                 f.nulls
             ))
         } else if f.values.is_none() {
             Some(format!(
-                "about {} distinct values: too many to draft a hierarchy (write one, or use an interval hierarchy in the profile)",
+                "about {} distinct values, too many to draft a hierarchy",
                 f.distinct
+            ))
+        } else if let Some((v, _)) = f
+            .values
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .find(|(v, _)| v.is_empty() || v.contains(['\n', '\r']) || v.trim() != v)
+        {
+            Some(format!(
+                "a value a hierarchy file cannot hold as written ({:?})",
+                v.chars().take(20).collect::<String>()
             ))
         } else {
             None
@@ -470,10 +515,27 @@ pub async fn draft(
         ));
     }
     if drafted.is_empty() {
+        let why: Vec<String> = skipped.iter().map(|(n, w)| format!("`{n}`: {w}")).collect();
         return Err(PbgError::argument(
             "qi",
-            "no column could be drafted as a quasi-identifier: name them with --qi",
+            format!(
+                "no column could be drafted as a quasi-identifier{}",
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", why.join("; "))
+                }
+            ),
         ));
+    }
+    // A column left out is dropped like an identifier: otherwise it would be released raw.
+    let mut id = id;
+    for (name, _) in &skipped {
+        let distinct = facts
+            .iter()
+            .find(|f| &f.name == name)
+            .map_or(0, |f| f.distinct);
+        id.push((name.clone(), distinct));
     }
     Ok(Draft {
         input: input.clone(),
@@ -484,6 +546,19 @@ pub async fn draft(
         qis: drafted,
         skipped,
     })
+}
+
+/// An absolute form of an input path, globs kept as written.
+fn absolute(p: &Path) -> Result<String> {
+    let text = p.to_string_lossy();
+    if text.contains(['*', '?', '[']) {
+        let cwd = std::env::current_dir().map_err(|e| PbgError::io(p, e))?;
+        return Ok(cwd.join(p).to_string_lossy().into_owned());
+    }
+    Ok(p.canonicalize()
+        .map_err(|e| PbgError::io(p, e))?
+        .to_string_lossy()
+        .into_owned())
 }
 
 /// A file-name-safe form of a column name.
@@ -523,7 +598,21 @@ fn toml_string(s: &str) -> String {
 /// files of the same names are refused (a draft never overwrites an edited profile).
 pub fn write_draft(draft: &Draft, dir: &Path) -> Result<PathBuf> {
     let hier = dir.join("hierarchies");
+    let fresh = !dir.exists();
     std::fs::create_dir_all(&hier).map_err(|e| PbgError::io(&hier, e))?;
+    let written = write_draft_in(draft, dir, &hier);
+    if written.is_err() {
+        // Leave no empty directories behind a refusal.
+        if fresh {
+            let _ = std::fs::remove_dir_all(dir);
+        } else {
+            let _ = std::fs::remove_dir(&hier);
+        }
+    }
+    written
+}
+
+fn write_draft_in(draft: &Draft, dir: &Path, hier: &Path) -> Result<PathBuf> {
     let profile = dir.join("profile.toml");
     if profile.exists() {
         return Err(PbgError::io(
@@ -535,13 +624,45 @@ pub fn write_draft(draft: &Draft, dir: &Path) -> Result<PathBuf> {
         ));
     }
     let input = match &draft.input {
-        Input::Path(p) => p
-            .canonicalize()
-            .map_err(|e| PbgError::io(p, e))?
-            .to_string_lossy()
-            .into_owned(),
+        Input::Path(p) => absolute(p)?,
         Input::Table(t) => t.clone(),
     };
+    // The draft must not land inside an input directory (its files would be read as data).
+    if let Input::Path(p) = &draft.input
+        && p.is_dir()
+        && let (Ok(inp), Ok(out)) = (p.canonicalize(), dir.canonicalize())
+        && out.starts_with(&inp)
+    {
+        return Err(PbgError::argument(
+            "output",
+            format!(
+                "{} is inside the input directory {}: its profile and hierarchy files would be read as data",
+                dir.display(),
+                p.display()
+            ),
+        ));
+    }
+    // Nothing is written unless every file can be.
+    let mut files = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    for (name, _, _) in &draft.qis {
+        // Names that differ only in characters a file name cannot hold get numbered files.
+        let stem = file_stem(name);
+        let mut file = format!("{stem}.csv");
+        let mut n = 2;
+        while !used.insert(file.to_ascii_lowercase()) {
+            file = format!("{stem}_{n}.csv");
+            n += 1;
+        }
+        let path = hier.join(&file);
+        if path.exists() {
+            return Err(PbgError::io(
+                &path,
+                std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already there"),
+            ));
+        }
+        files.push(file);
+    }
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -571,12 +692,12 @@ pub fn write_draft(draft: &Draft, dir: &Path) -> Result<PathBuf> {
     if !draft.identifiers.is_empty() {
         let _ = writeln!(
             t,
-            "# Identifiers are dropped from every release; {} proposed (given, or nearly unique: {}).",
+            "# Dropped from every release: {} column(s), given, nearly unique, or left out below ({}).",
             draft.identifiers.len(),
             draft
                 .identifiers
                 .iter()
-                .map(|(n, d)| format!("{n} ~{d} distinct"))
+                .map(|(n, d)| format!("{} ~{d} distinct", toml_string(n)))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -589,29 +710,20 @@ pub fn write_draft(draft: &Draft, dir: &Path) -> Result<PathBuf> {
     }
     let _ = writeln!(t, "suppression_limit = \"1%\"");
     for (name, why) in &draft.skipped {
-        let _ = writeln!(t, "# Not a QI here: `{name}`: {why}.");
+        let _ = writeln!(
+            t,
+            "# Dropped (listed as an identifier): {}: {}. To publish it, make it a QI with a hierarchy.",
+            toml_string(name),
+            why.replace(['\n', '\r'], " ")
+        );
     }
-    let mut used = std::collections::HashSet::new();
-    for (name, kind, h) in &draft.qis {
-        // Names that differ only in characters a file name cannot hold get numbered files.
-        let stem = file_stem(name);
-        let mut file = format!("{stem}.csv");
-        let mut n = 2;
-        while !used.insert(file.to_ascii_lowercase()) {
-            file = format!("{stem}_{n}.csv");
-            n += 1;
-        }
-        let path = hier.join(&file);
-        if path.exists() {
-            return Err(PbgError::io(
-                &path,
-                std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already there"),
-            ));
-        }
+    for ((name, kind, h), file) in draft.qis.iter().zip(&files) {
+        let path = hier.join(file);
         write_atomic(&path, &arx_text(h))?;
         let _ = writeln!(
             t,
-            "\n# {name}: {} hierarchy over {} values, {} levels above the values.",
+            "\n# {}: {} hierarchy over {} values, {} levels above the values.",
+            toml_string(name),
             kind.name(),
             h.leaves().len(),
             h.height()

@@ -12,6 +12,19 @@ use arrow::datatypes::{DataType, Field, Schema};
 use super::{Hierarchy, LossModel};
 use crate::error::{PbgError, Result};
 
+/// Occurrences of `delimiter` outside `"`-quoted fields in one line.
+fn unquoted_count(line: &str, delimiter: u8) -> usize {
+    let mut quoted = false;
+    line.bytes()
+        .filter(|&b| {
+            if b == b'"' {
+                quoted = !quoted;
+            }
+            b == delimiter && !quoted
+        })
+        .count()
+}
+
 /// Loads an ARX hierarchy CSV for `column`; the delimiter is `;` if the first line has one, else `,`.
 pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
     let source = path.display().to_string();
@@ -28,11 +41,14 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
     if first.trim().is_empty() {
         return Err(err("the file is empty or starts with an empty line".into()));
     }
-    let delimiter = if first.contains(';') { b';' } else { b',' };
-    let width = first
-        .trim_end_matches(['\r', '\n'])
-        .split(delimiter as char)
-        .count();
+    // Quoted labels may hold either separator: only unquoted ones count.
+    let line = first.trim_end_matches(['\r', '\n']);
+    let delimiter = if unquoted_count(line, b';') > 0 {
+        b';'
+    } else {
+        b','
+    };
+    let width = unquoted_count(line, delimiter) + 1;
     // A file separated by something else reads as one level: say which separator it uses.
     if width == 1
         && let Some(sep) = ['\t', '|'].into_iter().find(|c| first.contains(*c))
