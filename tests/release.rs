@@ -186,3 +186,45 @@ fn html_report_matches_the_json_report() {
     ]);
     assert!(!o.status.success());
 }
+
+/// `pbg report`: the page of a picked node without a release; its numbers are the node's.
+#[test]
+fn report_without_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.html");
+    let r = pbg_json(&[
+        "report",
+        "datasets/adult/adult-arx7.toml",
+        "--pick",
+        "--require",
+        "k>=10",
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert!(r["output"].is_null());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("No release was written"));
+    assert!(html.contains(&format!("id=\"ix-k\">{}<", r["indices"]["k"])));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the page"
+    );
+    assert!(r["indices"]["k"].as_u64().unwrap() >= 10);
+    assert!(html.contains(&format!("id=\"ix-classes\">{}<", r["indices"]["classes"])));
+    assert!(html.contains(&format!("id=\"suppressed\">{}<", r["suppressed"])));
+    // The same choice as a release makes.
+    let out = tempfile::tempdir().unwrap();
+    let a = pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult-arx7.toml",
+        "--pick",
+        "--require",
+        "k>=10",
+        "--output",
+        out.path().join("r.csv").to_str().unwrap(),
+    ]);
+    assert_eq!(a["node"], r["node"]);
+    assert_eq!(a["indices"], r["indices"]);
+    assert_eq!(a["suppressed"], r["suppressed"]);
+}

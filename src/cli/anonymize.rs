@@ -104,6 +104,19 @@ pub fn suppression_rule(
 
 /// Runs `pbg anonymize` and prints its JSON report.
 pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
+    run_mode(a, true)
+}
+
+/// Runs `pbg report`: the same choice of node, no release; `--output` is the HTML page.
+pub fn run_report(mut a: AnonymizeArgs) -> anyhow::Result<()> {
+    if a.report.is_some() {
+        anyhow::bail!("pbg report writes the page to --output; --report belongs to pbg anonymize");
+    }
+    a.report = Some(a.output.clone());
+    run_mode(a, false)
+}
+
+fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
     let mut profile = a.profile.profile()?;
     profile.suppression_rule =
         suppression_rule(a.suppression_rule.as_deref(), a.policy.require.as_deref())?;
@@ -134,7 +147,7 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
     };
     if let Some(r) = &a.report {
         profile.protect(r)?;
-        if r == &a.output {
+        if release && r == &a.output {
             anyhow::bail!("--report {} is the release itself", r.display());
         }
     }
@@ -175,26 +188,43 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
             "give --node L1,L2,... or --pick".to_string(),
         )),
     };
-    let summary = anonymize_with(
-        &profile,
-        &|ev| {
-            let node = choose_node(ev)?;
-            if a.report.is_some() {
-                // What the page needs from the engine, while it holds the statistics.
-                *facts.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(super::report::facts(ev, &node)?);
-            }
-            Ok(node)
-        },
-        &a.output,
-        &|name| stages.stage(name),
-    )?;
+    let gather = |ev: &pbg::Evaluator| {
+        let node = choose_node(ev)?;
+        if a.report.is_some() {
+            // What the page needs from the engine, while it holds the statistics.
+            *facts.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(super::report::facts(ev, &node)?);
+        }
+        Ok(node)
+    };
+    let (indices, mut report) = if release {
+        let summary = anonymize_with(&profile, &gather, &a.output, &|name| stages.stage(name))?;
+        (summary.indices.clone(), serde_json::to_value(&summary)?)
+    } else {
+        // The page alone: the node chosen on the statistics, nothing written but the page.
+        stages.stage("pass 1: class statistics");
+        let ev = pbg::Evaluator::new(std::sync::Arc::new(pbg::Dataset::load_statistics(
+            &profile,
+        )?))?;
+        stages.stage("choosing the node");
+        let node = gather(&ev)?;
+        let ix = ev.evaluate(&node)?;
+        let rows = ev.dataset().num_tuples();
+        let report = serde_json::json!({
+            "output": null,
+            "node": node,
+            "rows_in": rows,
+            "rows_released": rows - ix.suppressed,
+            "suppressed": ix.suppressed,
+            "threshold": ix.threshold,
+            "verified": false,
+        });
+        (ix, report)
+    };
     drop(stages);
-    let mut report = serde_json::to_value(&summary)?;
     // Every index, as `evaluate` prints them (computed ones such as risk_prosecutor included).
     let present = pbg::indices::Present::of_profile(&profile);
-    report["indices"] =
-        serde_json::Value::Object(super::output::index_fields(&summary.indices, present));
+    report["indices"] = serde_json::Value::Object(super::output::index_fields(&indices, present));
     report["suppression_rule"] = serde_json::Value::String(profile.suppression_rule.describe());
     if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
         report["pick"] = serde_json::to_value(p)?;
@@ -207,7 +237,7 @@ pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
             Some(r) => pbg::policy::Requirement::parse_list(r)?
                 .iter()
                 .map(|r| {
-                    let v = r.measure.of(&summary.indices);
+                    let v = r.measure.of(&indices);
                     (r.text(), v, r.holds(v))
                 })
                 .collect(),

@@ -44,6 +44,8 @@ enum Command {
     Lattice(lattice::LatticeArgs),
     /// Write the release of a node (given or picked by a policy): streamed, verified, atomic.
     Anonymize(anonymize::AnonymizeArgs),
+    /// The HTML page of a node (given or picked) without writing a release: `--output FILE.html`.
+    Report(anonymize::AnonymizeArgs),
     /// Check an existing release against its input and a policy (exit 1 when it fails).
     Verify(verify::VerifyArgs),
     /// Generate scale data for benchmarks.
@@ -74,6 +76,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Evaluate(a) => evaluate::run(a),
         Command::Lattice(a) => lattice::run(a),
         Command::Anonymize(a) => anonymize::run(a),
+        Command::Report(a) => anonymize::run_report(a),
         Command::Verify(a) => verify::run(a),
         Command::Generate(g) => generate::run(g),
         Command::Search(a) => search::run(a),

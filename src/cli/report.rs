@@ -286,20 +286,24 @@ code{{background:#f4f4f4;padding:0 .2em}}.note{{color:#666;font-size:.9em}}</sty
         env!("CARGO_PKG_VERSION")
     );
     let verified = report["verified"].as_bool() == Some(true);
-    let _ = write!(
-        h,
-        r#"<h2>Verification</h2><p id="verified" class="{}">{}</p><p>The file was read back and its classes, k, l, GLM, every class's sensitive values, every label and every row (by fingerprint) were checked against the input before it was renamed into place.</p>"#,
-        if verified { "ok" } else { "no" },
-        if verified {
-            "verified: the release is exactly the chosen node's release"
-        } else {
-            "NOT verified"
-        }
-    );
+    if report["output"].is_null() {
+        h.push_str(r#"<h2>Verification</h2><p id="verified">No release was written: this page describes the chosen node on the input's statistics. <code>pbg anonymize ... --report</code> writes the release, verifies it and reports it.</p>"#);
+    } else {
+        let _ = write!(
+            h,
+            r#"<h2>Verification</h2><p id="verified" class="{}">{}</p><p>The file was read back and its classes, k, l, GLM, every class's sensitive values, every label and every row (by fingerprint) were checked against the input before it was renamed into place.</p>"#,
+            if verified { "ok" } else { "no" },
+            if verified {
+                "verified: the release is exactly the chosen node's release"
+            } else {
+                "NOT verified"
+            }
+        );
+    }
     let _ = write!(
         h,
         r#"<h2>Data set</h2><table><tr><th>release</th><td><code>{}</code></td></tr><tr><th>input rows</th><td class="n" id="rows_in">{}</td></tr><tr><th>released rows</th><td class="n" id="rows_released">{}</td></tr><tr><th>suppressed rows</th><td class="n" id="suppressed">{}</td></tr><tr><th>suppression rule</th><td>{} (threshold: classes of ≤ {} rows)</td></tr><tr><th>lattice</th><td class="n">{} nodes</td></tr></table>"#,
-        esc(report["output"].as_str().unwrap_or("")),
+        esc(report["output"].as_str().unwrap_or("none (report only)")),
         report["rows_in"],
         report["rows_released"],
         report["suppressed"],
