@@ -221,13 +221,16 @@ fn panel(
             .label(*name)
             .legend(move |(x, y)| Circle::new((x, y), size, style));
     }
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    // One series needs no legend (the title names it); several get one in the emptiest corner.
+    if series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(position)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
