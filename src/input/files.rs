@@ -396,9 +396,18 @@ fn holds_quote(path: &Path) -> Result<bool> {
             let (start, end) = (i * RANGE, ((i + 1) * RANGE).min(len));
             let mut file = std::fs::File::open(path).map_err(io)?;
             file.seek(SeekFrom::Start(start)).map_err(io)?;
-            let mut buf = vec![0u8; (end - start) as usize];
-            file.read_exact(&mut buf).map_err(io)?;
-            Ok(memchr::memchr(b'"', &buf).is_some())
+            // Read in 1 MiB pieces: the scan holds little memory however large the range.
+            let mut buf = vec![0u8; 1 << 20];
+            let mut left = end - start;
+            while left > 0 {
+                let n = left.min(buf.len() as u64) as usize;
+                file.read_exact(&mut buf[..n]).map_err(io)?;
+                if memchr::memchr(b'"', &buf[..n]).is_some() {
+                    return Ok(true);
+                }
+                left -= n as u64;
+            }
+            Ok(false)
         })
         .try_reduce(|| false, |a, b| Ok(a || b))
 }
