@@ -122,54 +122,44 @@ fn init_finds_identifiers() {
 #[test]
 fn hierarchy_build_kinds() {
     let dir = tempfile::tempdir().unwrap();
-    let zip = dir.path().join("zip.csv");
-    let h = pbg_json(&[
-        "hierarchy",
-        "build",
-        "--input",
-        "datasets/t1/t1.csv",
-        "--column",
-        "zip",
-        "--output",
-        zip.to_str().unwrap(),
-    ]);
-    assert_eq!(h["kind"], "mask");
-    let text = std::fs::read_to_string(&zip).unwrap();
-    assert!(
-        text.lines().any(|l| l.starts_with("13053;1305*;130**")),
-        "{text}"
-    );
     let dates = dir.path().join("dates.csv");
     std::fs::write(&dates, "d,x\n2020-01-15,a\n2020-02-03,b\n2021-07-30,c\n").unwrap();
-    let out = dir.path().join("d.csv");
-    let h = pbg_json(&[
-        "hierarchy",
-        "build",
-        "--input",
-        dates.to_str().unwrap(),
-        "--column",
-        "d",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(h["kind"], "date");
-    let text = std::fs::read_to_string(&out).unwrap();
-    assert!(text.contains("2020-01-15;2020-01;2020"), "{text}");
-    let age = dir.path().join("age.csv");
-    let h = pbg_json(&[
-        "hierarchy",
-        "build",
-        "--input",
-        "datasets/t1/t1.csv",
-        "--column",
-        "age",
-        "--kind",
-        "categorical",
-        "--output",
-        age.to_str().unwrap(),
-    ]);
-    assert_eq!(h["kind"], "categorical");
-    assert_eq!(h["values"], 10);
+    let dates = dates.to_str().unwrap();
+    // (input, column, --kind, kind reported, a line of the file)
+    for (input, column, kind, expected, line) in [
+        (
+            "datasets/t1/t1.csv",
+            "zip",
+            "auto",
+            "mask",
+            "13053;1305*;130**",
+        ),
+        (dates, "d", "auto", "date", "2020-01-15;2020-01;2020"),
+        (
+            "datasets/t1/t1.csv",
+            "age",
+            "categorical",
+            "categorical",
+            "26;",
+        ),
+    ] {
+        let out = dir.path().join(format!("{column}.csv"));
+        let h = pbg_json(&[
+            "hierarchy",
+            "build",
+            "--input",
+            input,
+            "--column",
+            column,
+            "--kind",
+            kind,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(h["kind"], expected);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.lines().any(|l| l.starts_with(line)), "{text}");
+    }
 }
 
 /// What an adversarial run found: float columns, a column left out (dropped, not released raw),
