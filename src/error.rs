@@ -148,6 +148,17 @@ impl PbgError {
         }
     }
 
+    /// The same error naming argument `name` instead (for an engine check run on another flag).
+    pub fn for_argument(self, name: &str) -> Self {
+        match self {
+            PbgError::Argument { message, .. } => PbgError::Argument {
+                name: name.to_string(),
+                message,
+            },
+            other => other,
+        }
+    }
+
     /// An I/O error on a path.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         PbgError::Io {

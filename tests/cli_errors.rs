@@ -398,3 +398,33 @@ fn quiet_and_clean_stderr() {
         );
     }
 }
+
+/// A refused path is named by the flag that gave it; an empty NAME=CSV part is said to be empty.
+#[test]
+fn refusals_name_their_flag() {
+    let err = fails(&[
+        "lattice",
+        "datasets/t1/t1.toml",
+        "--out",
+        "datasets/t1/t1.csv",
+    ]);
+    assert!(err.contains("--out:") && !err.contains("--output"), "{err}");
+    let err = fails(&[
+        "search",
+        "datasets/t1/t1.toml",
+        "--objectives",
+        "k,glm",
+        "--plot",
+        "datasets/t1/t1.toml",
+    ]);
+    assert!(err.contains("--plot:"), "{err}");
+    let err = fails(&[
+        "evaluate",
+        "datasets/icde2007/disease.toml",
+        "--node",
+        "0,0,0",
+        "--sensitive-hierarchy",
+        "disease=",
+    ]);
+    assert!(err.contains("must be NAME=HIERARCHY_CSV"), "{err}");
+}

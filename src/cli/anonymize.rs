@@ -146,7 +146,7 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         _ => Vec::new(),
     };
     if let Some(r) = &a.report {
-        profile.protect(r)?;
+        profile.protect_as(r, if release { "report" } else { "output" })?;
         if release && r == &a.output {
             anyhow::bail!("--report {} is the release itself", r.display());
         }

@@ -37,7 +37,7 @@ pub struct LatticeArgs {
 /// Runs `pbg lattice`.
 pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
-        a.profile.profile()?.protect(out)?;
+        a.profile.profile()?.protect_as(out, "out")?;
     }
     let ev = a.profile.statistics_evaluator()?;
     let bar = progress_bar(ev.lattice().size() as u64, "nodes");

@@ -47,6 +47,19 @@ pub struct ProfileArgs {
 
 const FLAGS: &str = "command line";
 
+/// `NAME=HIERARCHY_CSV` of `flag`, both parts non-empty.
+fn name_and_path<'a>(flag: &str, text: &'a str) -> Result<(&'a str, &'a str), PbgError> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
+            Ok((name, path))
+        }
+        _ => Err(PbgError::profile(
+            FLAGS,
+            format!("{flag} `{text}` must be NAME=HIERARCHY_CSV (a column and a file, both given)"),
+        )),
+    }
+}
+
 impl ProfileArgs {
     /// Resolves the profile: the TOML file if any, with the flags applied over it.
     pub fn profile(&self) -> Result<Profile, PbgError> {
@@ -64,9 +77,7 @@ impl ProfileArgs {
             .qi
             .iter()
             .map(|q| {
-                let (name, path) = q.split_once('=').ok_or_else(|| {
-                    PbgError::profile(FLAGS, format!("--qi `{q}` must be NAME=HIERARCHY_CSV"))
-                })?;
+                let (name, path) = name_and_path("--qi", q)?;
                 Ok(QiSpec {
                     name: name.to_string(),
                     hierarchy: HierarchySpec::Arx {
@@ -115,12 +126,7 @@ impl ProfileArgs {
             profile.sensitive = s.clone();
         }
         if let Some(h) = &self.sensitive_hierarchy {
-            let (name, path) = h.split_once('=').ok_or_else(|| {
-                PbgError::profile(
-                    FLAGS,
-                    format!("--sensitive-hierarchy `{h}` must be NAME=HIERARCHY_CSV"),
-                )
-            })?;
+            let (name, path) = name_and_path("--sensitive-hierarchy", h)?;
             if name != profile.sensitive {
                 return Err(PbgError::profile(
                     FLAGS,

@@ -119,7 +119,7 @@ pub fn result_json(r: &SearchResult, lattice: &pbg::lattice::Lattice) -> Value {
 /// Runs `pbg search`.
 pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     if let Some(plot) = &a.plot {
-        a.profile.profile()?.protect(plot)?;
+        a.profile.profile()?.protect_as(plot, "plot")?;
     }
     let started = std::time::Instant::now();
     let ev = a.profile.statistics_evaluator()?;

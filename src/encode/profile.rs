@@ -318,6 +318,11 @@ impl Profile {
         Ok(())
     }
 
+    /// [`Profile::protect`] for a path given as argument `name` (`out`, `plot`, `report`).
+    pub fn protect_as(&self, output: &Path, name: &str) -> Result<()> {
+        self.protect(output).map_err(|e| e.for_argument(name))
+    }
+
     /// Lattice node order: the QI names.
     pub fn qi_names(&self) -> Vec<&str> {
         self.qis.iter().map(|q| q.name.as_str()).collect()
