@@ -1,7 +1,9 @@
 //! The release of a node: QIs replaced by their generalized labels, identifiers dropped,
 //! suppressed rows removed, other columns kept byte for byte. Pass 1 (statistics) and pass 2 (the
-//! release plan) run in DataFusion; the written output is re-read and verified by the one verifier
-//! before a temporary file is renamed into place.
+//! release plan) run in DataFusion; a CSV release of a CSV input applies the same kernel and
+//! filter to text batches instead (module `text`: from the rows pass 1 kept, `kept`, or read again in
+//! ordered ranges, `stream`), in input order. The written output is re-read and verified by the
+//! one verifier before a temporary file is renamed into place.
 
 mod check;
 mod fingerprint;
@@ -151,7 +153,8 @@ pub async fn write_frame(
     Ok((rows, fingerprint))
 }
 
-/// The whole batch job: pass 1 into statistics, `choose` a node on them, pass 2 (the release plan)
+/// The whole batch job: pass 1 into statistics, `choose` a node on them, pass 2 (the release plan,
+/// or for a CSV release of a CSV input the text release of the kept rows or of ordered ranges)
 /// into a temporary file beside `output`, the independent check of that file, then the rename. A
 /// failure at any step (or a kill) leaves `output` as it was; an output that is (or is inside, or
 /// matches) the input is refused before anything is read.
