@@ -77,7 +77,7 @@ impl KeyLayout {
 pub enum NodeKeys {
     /// The node's group codes packed into bit fields: keys order classes by their codes, QI by QI.
     Packed(KeyLayout),
-    /// A class's key is its first row (see [`super::wide`]): any number of QIs, any widths.
+    /// A class's key is its first row (see the `classes::wide` module): any number of QIs, any widths.
     FirstRow,
 }
 
