@@ -95,163 +95,75 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Bars of the class-size distribution (x: sizes in powers of two, y: classes, log scale).
+/// Bars of the released class sizes (x: sizes in powers of two, y: classes).
 fn histogram_svg(sizes: &[(u64, u64, u64, u64)]) -> String {
-    let (w, h, left, bottom, top) = (640.0, 320.0, 60.0, 72.0, 20.0);
-    let n = sizes.len().max(1) as f64;
-    let max = sizes.iter().map(|s| s.2).max().unwrap_or(1).max(1) as f64;
-    let y = |c: f64| h - bottom - (c.max(1.0).log10() / max.log10().max(1.0)) * (h - bottom - top);
-    let bar = (w - left - 20.0) / n;
-    let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="class sizes">"#
+    use pbg::plot::{Axis, bars, document};
+    let shown: Vec<&(u64, u64, u64, u64)> = sizes.iter().skip_while(|s| s.2 == 0).collect();
+    let groups: Vec<String> = shown
+        .iter()
+        .map(|&&(from, to, _, _)| {
+            if from == to {
+                readable(from as f64)
+            } else {
+                format!("{}–{}", readable(from as f64), readable(to as f64))
+            }
+        })
+        .collect();
+    let classes: Vec<Option<f64>> = shown
+        .iter()
+        .map(|s| (s.2 > 0).then_some(s.2 as f64))
+        .collect();
+    let max = classes.iter().flatten().fold(1.0f64, |a, &b| a.max(b));
+    let mut body = String::new();
+    bars(
+        &mut body,
+        (80.0, 15.0, 540.0, 220.0),
+        &Axis::counts(max, "classes"),
+        "class size (rows per equivalence class)",
+        &groups,
+        &[("classes".to_string(), classes)],
     );
-    for (i, &(from, to, classes, rows)) in sizes.iter().enumerate() {
-        if classes == 0 {
-            continue;
-        }
-        let x = left + i as f64 * bar;
-        let top_y = y(classes as f64);
-        let label = if from == to {
-            readable(from as f64)
-        } else {
-            format!("{}–{}", readable(from as f64), readable(to as f64))
-        };
-        let _ = write!(
-            s,
-            r##"<rect x="{:.1}" y="{top_y:.1}" width="{:.1}" height="{:.1}" fill="#4878a8"><title>{label}: {classes} classes, {rows} rows</title></rect>"##,
-            x + 2.0,
-            bar - 4.0,
-            (h - bottom - top_y).max(1.0)
-        );
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end" transform="rotate(-35 {:.1} {:.1})">{label}</text>"#,
-            x + bar / 2.0,
-            h - bottom + 14.0,
-            x + bar / 2.0,
-            h - bottom + 14.0
-        );
-    }
-    // y axis: decades.
-    let mut d = 1.0;
-    while d <= max * 1.0001 {
-        let _ = write!(
-            s,
-            r##"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
-            w - 20.0,
-            y(d),
-            y(d),
-            left - 6.0,
-            y(d) + 3.0,
-            readable(d)
-        );
-        d *= 10.0;
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">class size (rows per equivalence class)</text><text x="14" y="{}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {})">classes (log scale)</text></svg>"#,
-        (w + left) / 2.0,
-        h - 4.0,
-        h / 2.0,
-        h / 2.0
-    );
-    s
+    document(640.0, 330.0, "", &body)
 }
 
-/// The {k, GLM} front: x = k (log scale), y = information loss (GLM); the chosen node marked.
+/// The {k, GLM} front: x = k, y = information loss (GLM); the chosen node circled.
 fn front_svg(front: &[(Vec<u8>, f64, f64)], chosen: &[u8], chosen_kg: (f64, f64)) -> String {
-    let (w, h, left, bottom, top, right) = (640.0, 320.0, 70.0, 45.0, 20.0, 20.0);
-    let kmax = front
-        .iter()
-        .map(|p| p.1)
-        .chain([chosen_kg.0])
-        .fold(1.0f64, f64::max);
-    let gmax = front
-        .iter()
-        .map(|p| p.2)
-        .chain([chosen_kg.1])
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
-    let x = |k: f64| left + (k.max(1.0).log10() / kmax.log10().max(1.0)) * (w - left - right);
-    let y = |g: f64| h - bottom - (g / gmax) * (h - bottom - top);
-    let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="front">"#
-    );
-    let mut d = 1.0;
-    while d <= kmax * 1.0001 {
-        let _ = write!(
-            s,
-            r##"<line x1="{:.1}" x2="{:.1}" y1="{top}" y2="{}" stroke="#ddd"/><text x="{:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
-            x(d),
-            x(d),
-            h - bottom,
-            x(d),
-            h - bottom + 14.0,
-            readable(d)
-        );
-        d *= 10.0;
-    }
-    for i in 0..=4 {
-        let g = gmax * i as f64 / 4.0;
-        let _ = write!(
-            s,
-            r##"<text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
-            left - 6.0,
-            y(g) + 3.0,
-            readable(g)
-        );
-    }
-    let mut sorted: Vec<&(Vec<u8>, f64, f64)> = front.iter().collect();
-    sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let path: Vec<String> = sorted
-        .iter()
-        .map(|p| format!("{:.1},{:.1}", x(p.1), y(p.2)))
-        .collect();
-    let _ = write!(
-        s,
-        r##"<polyline points="{}" fill="none" stroke="#999" stroke-dasharray="3 3"/>"##,
-        path.join(" ")
-    );
-    for p in &sorted {
-        let _ = write!(
-            s,
-            r##"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="#4878a8"><title>node {:?}: k = {}, GLM = {}</title></circle>"##,
-            x(p.1),
-            y(p.2),
-            p.0,
-            readable(p.1),
-            readable(p.2)
-        );
-    }
-    let (cx, cy) = (x(chosen_kg.0), y(chosen_kg.1));
-    let _ = write!(
-        s,
-        r##"<circle cx="{cx:.1}" cy="{cy:.1}" r="7" fill="none" stroke="#c0392b" stroke-width="2.5"><title>chosen node {chosen:?}</title></circle>"##
-    );
-    // The legend sits top left: a front rises from low k and loss to high k and loss, so that
-    // corner holds no point (and the box is opaque if one ever does).
-    let _ = write!(
-        s,
-        r##"<g><rect x="{}" y="{top}" width="150" height="38" fill="white" stroke="#ccc"/><circle cx="{}" cy="{}" r="3.5" fill="#4878a8"/><text x="{}" y="{}" font-size="11">minimal node (front)</text><circle cx="{}" cy="{}" r="6" fill="none" stroke="#c0392b" stroke-width="2.5"/><text x="{}" y="{}" font-size="11">chosen node</text></g>"##,
-        left + 8.0,
-        left + 20.0,
-        top + 12.0,
-        left + 32.0,
-        top + 16.0,
-        left + 20.0,
-        top + 28.0,
-        left + 32.0,
-        top + 32.0
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">k (smallest class size, log scale)</text><text x="14" y="{}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {})">information loss (GLM)</text></svg>"#,
-        (w + left) / 2.0,
-        h - 6.0,
-        h / 2.0,
-        h / 2.0
-    );
-    s
+    use pbg::plot::{Axis, Marker, Series, document, scatter};
+    let ks = front.iter().map(|p| p.1).chain([chosen_kg.0]);
+    let gs = front.iter().map(|p| p.2).chain([chosen_kg.1]);
+    let x = Axis::over(ks, "k (smallest class size)", true);
+    let y = Axis::over(gs, "information loss (GLM)", false);
+    let series = [
+        Series {
+            name: "minimal node (front)".into(),
+            points: front
+                .iter()
+                .map(|p| {
+                    (
+                        p.1,
+                        p.2,
+                        format!(
+                            "node {:?}: k = {}, GLM = {}",
+                            p.0,
+                            readable(p.1),
+                            readable(p.2)
+                        ),
+                    )
+                })
+                .collect(),
+            marker: Marker::Dot(3.5),
+            line: true,
+        },
+        Series {
+            name: "chosen node".into(),
+            points: vec![(chosen_kg.0, chosen_kg.1, format!("chosen node {chosen:?}"))],
+            marker: Marker::Chosen,
+            line: false,
+        },
+    ];
+    let mut body = String::new();
+    scatter(&mut body, (80.0, 15.0, 540.0, 250.0), &x, &y, &series);
+    document(640.0, 320.0, "", &body)
 }
 
 /// The page, from the JSON report of `anonymize` and the facts gathered with the node.

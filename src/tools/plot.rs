@@ -1,44 +1,20 @@
-//! SVG scatter plots of fronts and archives (plotters), like the DBSEC paper's Figs. 1–3.
+//! Charts as SVG text, written by hand (no plotting library): scatter panels for fronts and
+//! archives (like the DBSEC paper's Figs. 1–3), grouped bars, and the figures of the HTML report.
+//! Axes spanning over two decades of positive values are logarithmic, ticks read as people read
+//! numbers (1000, 10.0k, 2.5e-3), titles are in words, and a legend takes the emptiest corner.
 
+use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::OnceLock;
-
-use plotters::prelude::*;
 
 use crate::error::{PbgError, Result};
 use crate::io::AtomicFile;
 use crate::objective::Objective;
 use crate::search::Point;
 
-/// The embedded font (DejaVu Sans, see assets/DejaVuSans-LICENSE.txt), registered once.
-fn font() -> std::result::Result<(), String> {
-    static REGISTERED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            plotters::style::register_font(
-                "sans-serif",
-                FontStyle::Normal,
-                include_bytes!("../../assets/DejaVuSans.ttf"),
-            )
-            .map_err(|_| "the embedded font could not be loaded".to_string())
-        })
-        .clone()
-}
-
-fn range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
-    if !lo.is_finite() {
-        return 0.0..1.0;
-    }
-    let pad = if hi > lo {
-        (hi - lo) * 0.05
-    } else {
-        lo.abs().max(1.0) * 0.05
-    };
-    (lo - pad)..(hi + pad)
-}
+/// Marker colours, one per series.
+const COLOURS: [&str; 6] = [
+    "#2c5f9e", "#c0392b", "#2e8b57", "#8e44ad", "#d68910", "#555555",
+];
 
 /// A number as people read it: 1.2k, 3.4M, 2.5e-3, integers as they are below 10,000.
 pub fn readable(x: f64) -> String {
@@ -98,140 +74,456 @@ fn wants_log(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo >= 100.0
 }
 
+/// One axis: its value range (log10 of it when logarithmic) and title.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    title: String,
+}
+
+impl Axis {
+    /// An axis over `values` (logarithmic when they span over two positive decades and `log_ok`).
+    pub fn over(values: impl Iterator<Item = f64> + Clone, title: &str, log_ok: bool) -> Self {
+        let (lo, hi) = values
+            .filter(|v| v.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+        let log = log_ok && wants_log(lo, hi);
+        let (l, h) = if log {
+            (lo.log10(), hi.log10())
+        } else {
+            (lo, hi)
+        };
+        let pad = if h > l {
+            (h - l) * 0.05
+        } else {
+            l.abs().max(1.0) * 0.05
+        };
+        Axis {
+            lo: l - pad,
+            hi: h + pad,
+            log,
+            title: if log {
+                format!("{title}, log scale")
+            } else {
+                title.to_string()
+            },
+        }
+    }
+
+    /// An axis from 0 to `hi` (bars).
+    pub fn zero_to(hi: f64, title: &str) -> Self {
+        Axis {
+            lo: 0.0,
+            hi: if hi > 0.0 { hi } else { 1.0 },
+            log: false,
+            title: title.to_string(),
+        }
+    }
+
+    /// An axis for counts from 1 to `hi`: logarithmic from 1 when `hi` is 100 or more.
+    pub fn counts(hi: f64, title: &str) -> Self {
+        if hi >= 100.0 {
+            Axis {
+                lo: 0.0,
+                hi: hi.log10() * 1.05,
+                log: true,
+                title: format!("{title}, log scale"),
+            }
+        } else {
+            Axis::zero_to(hi * 1.05, title)
+        }
+    }
+
+    /// The fraction (0 at `lo`, 1 at `hi`) of a value along the axis.
+    fn frac(&self, v: f64) -> f64 {
+        let v = if self.log {
+            v.max(f64::MIN_POSITIVE).log10()
+        } else {
+            v
+        };
+        (v - self.lo) / (self.hi - self.lo)
+    }
+
+    /// Tick values with their labels: whole decades on a log axis, else about five round steps.
+    fn ticks(&self) -> Vec<(f64, String)> {
+        if self.log {
+            return (self.lo.ceil() as i32..=self.hi.floor() as i32)
+                .map(|e| {
+                    let v = 10f64.powi(e);
+                    (v, readable(v))
+                })
+                .collect();
+        }
+        let span = self.hi - self.lo;
+        let raw = span / 5.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|m| m * mag)
+            .find(|s| *s >= raw)
+            .unwrap_or(mag * 10.0);
+        let mut out = Vec::new();
+        let mut v = (self.lo / step).ceil() * step;
+        while v <= self.hi + step * 1e-9 {
+            let r = if v.abs() < step * 1e-9 { 0.0 } else { v };
+            out.push((r, readable(r)));
+            v += step;
+        }
+        out
+    }
+}
+
+/// How a series' points are drawn.
+#[derive(Debug, Clone, Copy)]
+pub enum Marker {
+    /// An open circle of this radius.
+    Ring(f64),
+    /// A filled dot of this radius.
+    Dot(f64),
+    /// A thick red ring (the chosen point).
+    Chosen,
+}
+
+/// One series of a scatter panel.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Its name in the legend.
+    pub name: String,
+    /// (x, y) values, with a tooltip each.
+    pub points: Vec<(f64, f64, String)>,
+    /// How its points are drawn.
+    pub marker: Marker,
+    /// Join the points (sorted by x) with a dashed line.
+    pub line: bool,
+}
+
+/// A rectangle of the drawing: left, top, width, height.
+type Rect = (f64, f64, f64, f64);
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The axes, grid and titles of a panel whose plot area is `r`.
+fn frame(svg: &mut String, r: Rect, x: &Axis, y: &Axis) {
+    let (x0, y0, w, h) = r;
+    for (v, label) in x.ticks() {
+        let px = x0 + x.frac(v) * w;
+        let _ = write!(
+            svg,
+            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{y0:.1}" y2="{:.1}" stroke="#e3e3e3"/><text x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
+            y0 + h,
+            y0 + h + 15.0,
+            esc(&label)
+        );
+    }
+    for (v, label) in y.ticks() {
+        let py = y0 + h - y.frac(v) * h;
+        let _ = write!(
+            svg,
+            r##"<line x1="{x0:.1}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            x0 + w,
+            x0 - 6.0,
+            py + 4.0,
+            esc(&label)
+        );
+    }
+    let _ = write!(
+        svg,
+        r##"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#555"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"##,
+        x0 + w / 2.0,
+        y0 + h + 36.0,
+        esc(&x.title),
+        x0 - 58.0,
+        y0 + h / 2.0,
+        x0 - 58.0,
+        y0 + h / 2.0,
+        esc(&y.title)
+    );
+}
+
+/// A scatter panel in plot area `r` (axes drawn around it); with several series, a legend in the
+/// corner holding the fewest points.
+pub fn scatter(svg: &mut String, r: Rect, x: &Axis, y: &Axis, series: &[Series]) {
+    frame(svg, r, x, y);
+    let (x0, y0, w, h) = r;
+    let at = |px: f64, py: f64| (x0 + x.frac(px) * w, y0 + h - y.frac(py) * h);
+    let mut corners = [0usize; 4];
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        if s.line {
+            let mut pts: Vec<&(f64, f64, String)> = s.points.iter().collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let path: Vec<String> = pts
+                .iter()
+                .map(|p| {
+                    let (a, b) = at(p.0, p.1);
+                    format!("{a:.1},{b:.1}")
+                })
+                .collect();
+            let _ = write!(
+                svg,
+                r##"<polyline points="{}" fill="none" stroke="#999" stroke-dasharray="3 3"/>"##,
+                path.join(" ")
+            );
+        }
+        for (px, py, tip) in &s.points {
+            let (a, b) = at(*px, *py);
+            corners[usize::from(a >= x0 + w / 2.0) + 2 * usize::from(b >= y0 + h / 2.0)] += 1;
+            let shape = match s.marker {
+                Marker::Ring(rad) => format!(
+                    r#"<circle cx="{a:.1}" cy="{b:.1}" r="{rad}" fill="none" stroke="{colour}" stroke-width="1.3">"#
+                ),
+                Marker::Dot(rad) => {
+                    format!(r#"<circle cx="{a:.1}" cy="{b:.1}" r="{rad}" fill="{colour}">"#)
+                }
+                Marker::Chosen => format!(
+                    r##"<circle cx="{a:.1}" cy="{b:.1}" r="7" fill="none" stroke="#c0392b" stroke-width="2.5">"##
+                ),
+            };
+            let _ = write!(svg, "{shape}<title>{}</title></circle>", esc(tip));
+        }
+    }
+    if series.len() < 2 {
+        return;
+    }
+    let corner = (0..4).min_by_key(|&c| corners[c]).unwrap_or(0);
+    let (lw, lh) = (
+        series
+            .iter()
+            .map(|s| s.name.chars().count())
+            .max()
+            .unwrap_or(4) as f64
+            * 6.5
+            + 40.0,
+        series.len() as f64 * 18.0 + 8.0,
+    );
+    let lx = if corner % 2 == 0 {
+        x0 + 8.0
+    } else {
+        x0 + w - lw - 8.0
+    };
+    let ly = if corner < 2 {
+        y0 + 8.0
+    } else {
+        y0 + h - lh - 8.0
+    };
+    let _ = write!(
+        svg,
+        r##"<rect x="{lx:.1}" y="{ly:.1}" width="{lw:.1}" height="{lh:.1}" fill="white" stroke="#bbb"/>"##
+    );
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let (cx, cy) = (lx + 14.0, ly + 14.0 + i as f64 * 18.0);
+        let shape = match s.marker {
+            Marker::Ring(_) => format!(
+                r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="4" fill="none" stroke="{colour}" stroke-width="1.3"/>"#
+            ),
+            Marker::Dot(_) => {
+                format!(r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.5" fill="{colour}"/>"#)
+            }
+            Marker::Chosen => format!(
+                r##"<circle cx="{cx:.1}" cy="{cy:.1}" r="6" fill="none" stroke="#c0392b" stroke-width="2.5"/>"##
+            ),
+        };
+        let _ = write!(
+            svg,
+            r#"{shape}<text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            cx + 12.0,
+            cy + 4.0,
+            esc(&s.name)
+        );
+    }
+}
+
+/// Grouped bars in plot area `r`: one group per label, one bar per series (`None` leaves a gap);
+/// with several series, a legend in the top right corner.
+pub fn bars(
+    svg: &mut String,
+    r: Rect,
+    y: &Axis,
+    x_title: &str,
+    groups: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+) {
+    let (x0, y0, w, h) = r;
+    let x = Axis::zero_to(1.0, x_title);
+    // Only the y grid: groups label the x axis.
+    for (v, label) in y.ticks() {
+        let py = y0 + h - y.frac(v) * h;
+        let _ = write!(
+            svg,
+            r##"<line x1="{x0:.1}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            x0 + w,
+            x0 - 6.0,
+            py + 4.0,
+            esc(&label)
+        );
+    }
+    let n = groups.len().max(1) as f64;
+    let group_w = w / n;
+    let bar_w = group_w * 0.8 / series.len().max(1) as f64;
+    for (g, label) in groups.iter().enumerate() {
+        let gx = x0 + g as f64 * group_w;
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" transform="rotate(-30 {:.1} {:.1})">{}</text>"#,
+            gx + group_w / 2.0,
+            y0 + h + 14.0,
+            gx + group_w / 2.0,
+            y0 + h + 14.0,
+            esc(label)
+        );
+        for (s, (name, values)) in series.iter().enumerate() {
+            let Some(v) = values.get(g).copied().flatten() else {
+                continue;
+            };
+            let top = y0 + h - y.frac(v).clamp(0.0, 1.0) * h;
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
+                gx + group_w * 0.1 + s as f64 * bar_w,
+                bar_w * 0.9,
+                (y0 + h - top).max(0.5),
+                COLOURS[s % COLOURS.len()],
+                esc(name),
+                readable(v)
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        r##"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#555"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"##,
+        x0 + w / 2.0,
+        y0 + h + 58.0,
+        esc(&x.title),
+        x0 - 58.0,
+        y0 + h / 2.0,
+        x0 - 58.0,
+        y0 + h / 2.0,
+        esc(&y.title)
+    );
+    if series.len() > 1 {
+        let lw = series
+            .iter()
+            .map(|s| s.0.chars().count())
+            .max()
+            .unwrap_or(4) as f64
+            * 6.5
+            + 40.0;
+        let (lx, ly) = (x0 + w - lw - 8.0, y0 + 8.0);
+        let _ = write!(
+            svg,
+            r##"<rect x="{lx:.1}" y="{ly:.1}" width="{lw:.1}" height="{:.1}" fill="white" stroke="#bbb"/>"##,
+            series.len() as f64 * 18.0 + 8.0
+        );
+        for (s, (name, _)) in series.iter().enumerate() {
+            let cy = ly + 14.0 + s as f64 * 18.0;
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+                lx + 9.0,
+                cy - 5.0,
+                COLOURS[s % COLOURS.len()],
+                lx + 26.0,
+                cy + 4.0,
+                esc(name)
+            );
+        }
+    }
+}
+
+/// An SVG document of `w` × `h` with a title line above `body`.
+pub fn document(w: f64, h: f64, title: &str, body: &str) -> String {
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" role="img"><rect width="{w}" height="{h}" fill="white"/>"#
+    );
+    if !title.is_empty() {
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="22" font-size="16" text-anchor="middle">{}</text>"#,
+            w / 2.0,
+            esc(title)
+        );
+    }
+    svg.push_str(body);
+    svg.push_str("</svg>");
+    svg
+}
+
+fn write_svg(path: &Path, text: &str) -> Result<()> {
+    let file = AtomicFile::new(path)?;
+    std::fs::write(file.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
+    file.commit()
+}
+
 /// Draws each series of points: for two objectives one panel (x the first, y the second), for
-/// three or more a scatter matrix of the pairs of the first three. Axes spanning over two decades
-/// of positive values are logarithmic; ticks are readable (1k, 2.5M, 3e-3); axis titles are in
-/// words; the legend takes the panel corner with the fewest points. Written atomically.
+/// three or more the pairs of the first three side by side. Written atomically.
 pub fn front_svg(
     path: &Path,
     title: &str,
     objectives: &[Objective],
     series: &[(&str, &[Point])],
 ) -> Result<()> {
-    let fail = |e: String| PbgError::Format {
-        path: path.to_path_buf(),
-        message: format!("while drawing: {e}"),
-    };
-    font().map_err(fail)?;
     let pairs: Vec<(usize, usize)> = if objectives.len() >= 3 {
         vec![(0, 1), (0, 2), (1, 2)]
     } else {
         vec![(0, objectives.len() - 1)]
     };
-    let size = if pairs.len() == 1 {
-        (800, 600)
-    } else {
-        (1500, 520)
-    };
-    let file = AtomicFile::new(path)?;
-    {
-        let root = SVGBackend::new(file.temp_path(), size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
-        let root = root
-            .titled(title, ("sans-serif", 20))
-            .map_err(|e| fail(e.to_string()))?;
-        let panels = root.split_evenly((1, pairs.len()));
-        for (area, &(xi, yi)) in panels.iter().zip(&pairs) {
-            panel(area, objectives, (xi, yi), series).map_err(fail)?;
-        }
-        root.present().map_err(|e| fail(e.to_string()))?;
-    }
-    file.commit()
-}
-
-/// One scatter panel of objectives `xi` (x) and `yi` (y).
-fn panel(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    objectives: &[Objective],
-    (xi, yi): (usize, usize),
-    series: &[(&str, &[Point])],
-) -> std::result::Result<(), String> {
-    let all = || series.iter().flat_map(|(_, ps)| ps.iter());
-    let bounds = |i: usize| {
-        all()
-            .map(|p| p.values[i])
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v), b.max(v))
+    let (pw, ph) = (500.0, 420.0);
+    let mut body = String::new();
+    for (i, &(xi, yi)) in pairs.iter().enumerate() {
+        let all = || series.iter().flat_map(|(_, ps)| ps.iter());
+        let x = Axis::over(
+            all().map(|p| p.values[xi]),
+            &axis_title(&objectives[xi]),
+            true,
+        );
+        let y = Axis::over(
+            all().map(|p| p.values[yi]),
+            &axis_title(&objectives[yi]),
+            true,
+        );
+        let drawn: Vec<Series> = series
+            .iter()
+            .enumerate()
+            .map(|(s, (name, points))| Series {
+                name: name.to_string(),
+                points: points
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.values[xi],
+                            p.values[yi],
+                            format!("node {:?}: {:?}", p.node, p.values),
+                        )
+                    })
+                    .collect(),
+                marker: if s == 0 {
+                    Marker::Ring(5.0)
+                } else {
+                    Marker::Dot(3.0)
+                },
+                line: false,
             })
-    };
-    let ((xlo, xhi), (ylo, yhi)) = (bounds(xi), bounds(yi));
-    let (xlog, ylog) = (wants_log(xlo, xhi), wants_log(ylo, yhi));
-    // Log axes plot log10 of the values; their ticks are labelled at whole decades.
-    let t = |v: f64, log: bool| if log { v.log10() } else { v };
-    let xr = range(all().map(|p| t(p.values[xi], xlog)));
-    let yr = range(all().map(|p| t(p.values[yi], ylog)));
-    let tick = move |v: &f64, log: bool| {
-        if !log {
-            readable(*v)
-        } else if (v - v.round()).abs() < 1e-9 {
-            readable(10f64.powf(v.round()))
-        } else {
-            String::new()
-        }
-    };
-    // The legend goes to the corner holding the fewest points.
-    let (xm, ym) = ((xr.start + xr.end) / 2.0, (yr.start + yr.end) / 2.0);
-    let mut corners = [0usize; 4];
-    for p in all() {
-        let (x, y) = (t(p.values[xi], xlog), t(p.values[yi], ylog));
-        corners[usize::from(x >= xm) + 2 * usize::from(y < ym)] += 1;
+            .collect();
+        scatter(
+            &mut body,
+            (i as f64 * pw + 85.0, 45.0, pw - 110.0, ph - 110.0),
+            &x,
+            &y,
+            &drawn,
+        );
     }
-    let corner = (0..4).min_by_key(|&c| corners[c]).unwrap_or(0);
-    let position = [
-        SeriesLabelPosition::UpperLeft,
-        SeriesLabelPosition::UpperRight,
-        SeriesLabelPosition::LowerLeft,
-        SeriesLabelPosition::LowerRight,
-    ][corner]
-        .clone();
-    let mut chart = ChartBuilder::on(area)
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(xr, yr)
-        .map_err(|e| e.to_string())?;
-    let log_note = |o: &Objective, log: bool| {
-        if log {
-            format!("{}, log scale", axis_title(o))
-        } else {
-            axis_title(o)
-        }
-    };
-    chart
-        .configure_mesh()
-        .x_labels(12)
-        .y_labels(12)
-        .x_label_formatter(&|v| tick(v, xlog))
-        .y_label_formatter(&|v| tick(v, ylog))
-        .x_desc(log_note(&objectives[xi], xlog))
-        .y_desc(log_note(&objectives[yi], ylog))
-        .draw()
-        .map_err(|e| e.to_string())?;
-    let styles = [BLUE.stroke_width(1), RED.filled(), GREEN.filled()];
-    for (i, (name, points)) in series.iter().enumerate() {
-        let style = styles[i % styles.len()];
-        let size = if i == 0 { 5 } else { 3 };
-        chart
-            .draw_series(
-                points.iter().map(|p| {
-                    Circle::new((t(p.values[xi], xlog), t(p.values[yi], ylog)), size, style)
-                }),
-            )
-            .map_err(|e| e.to_string())?
-            .label(*name)
-            .legend(move |(x, y)| Circle::new((x, y), size, style));
-    }
-    // One series needs no legend (the title names it); several get one in the emptiest corner.
-    if series.len() > 1 {
-        chart
-            .configure_series_labels()
-            .position(position)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(())
+    write_svg(path, &document(pw * pairs.len() as f64, ph, title, &body))
 }
 
 /// Grouped bars: one group per label, one bar per series (missing values leave a gap). y in
@@ -244,66 +536,15 @@ pub fn bars_svg(
     series: &[(String, Vec<Option<f64>>)],
     y_max: f64,
 ) -> Result<()> {
-    let fail = |e: String| PbgError::Format {
-        path: path.to_path_buf(),
-        message: format!("while drawing: {e}"),
-    };
-    font().map_err(fail)?;
-    let file = AtomicFile::new(path)?;
-    {
-        let root = SVGBackend::new(file.temp_path(), (900, 550)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
-        let n = groups.len().max(1) as f64;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n, 0.0..y_max)
-            .map_err(|e| fail(e.to_string()))?;
-        let labels = groups.to_vec();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(groups.len().max(1) * 2 + 1)
-            .x_label_formatter(&move |x| {
-                let i = x.floor() as usize;
-                if (x - i as f64 - 0.5).abs() < 1e-6 {
-                    labels.get(i).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .y_desc(y_desc)
-            .draw()
-            .map_err(|e| fail(e.to_string()))?;
-        let palette = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
-        let width = 0.8 / series.len().max(1) as f64;
-        for (s, (name, values)) in series.iter().enumerate() {
-            let color = palette[s % palette.len()];
-            let x0 = 0.1 + s as f64 * width;
-            chart
-                .draw_series(values.iter().enumerate().filter_map(|(g, v)| {
-                    v.map(|v| {
-                        Rectangle::new(
-                            [(g as f64 + x0, 0.0), (g as f64 + x0 + width * 0.9, v)],
-                            color.filled(),
-                        )
-                    })
-                }))
-                .map_err(|e| fail(e.to_string()))?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| fail(e.to_string()))?;
-        root.present().map_err(|e| fail(e.to_string()))?;
-    }
-    file.commit()
+    let (w, h) = (900.0, 520.0);
+    let mut body = String::new();
+    bars(
+        &mut body,
+        (85.0, 45.0, w - 110.0, h - 150.0),
+        &Axis::zero_to(y_max, y_desc),
+        "",
+        groups,
+        series,
+    );
+    write_svg(path, &document(w, h, title, &body))
 }
