@@ -212,6 +212,39 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Horizontal grid lines and labels at the ticks of `y`.
+fn y_grid(svg: &mut String, r: Rect, y: &Axis) {
+    let (x0, y0, w, h) = r;
+    for (v, label) in y.ticks() {
+        let py = y0 + h - y.frac(v) * h;
+        let _ = write!(
+            svg,
+            r##"<line x1="{x0:.1}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            x0 + w,
+            x0 - 6.0,
+            py + 4.0,
+            esc(&label)
+        );
+    }
+}
+
+/// The frame of plot area `r` and the axis titles (the x title `below` px under the area).
+fn border(svg: &mut String, r: Rect, x_title: &str, y_title: &str, below: f64) {
+    let (x0, y0, w, h) = r;
+    let _ = write!(
+        svg,
+        r##"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#555"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"##,
+        x0 + w / 2.0,
+        y0 + h + below,
+        esc(x_title),
+        x0 - 58.0,
+        y0 + h / 2.0,
+        x0 - 58.0,
+        y0 + h / 2.0,
+        esc(y_title)
+    );
+}
+
 /// The axes, grid and titles of a panel whose plot area is `r`.
 fn frame(svg: &mut String, r: Rect, x: &Axis, y: &Axis) {
     let (x0, y0, w, h) = r;
@@ -225,29 +258,8 @@ fn frame(svg: &mut String, r: Rect, x: &Axis, y: &Axis) {
             esc(&label)
         );
     }
-    for (v, label) in y.ticks() {
-        let py = y0 + h - y.frac(v) * h;
-        let _ = write!(
-            svg,
-            r##"<line x1="{x0:.1}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            x0 + w,
-            x0 - 6.0,
-            py + 4.0,
-            esc(&label)
-        );
-    }
-    let _ = write!(
-        svg,
-        r##"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#555"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"##,
-        x0 + w / 2.0,
-        y0 + h + 36.0,
-        esc(&x.title),
-        x0 - 58.0,
-        y0 + h / 2.0,
-        x0 - 58.0,
-        y0 + h / 2.0,
-        esc(&y.title)
-    );
+    y_grid(svg, r, y);
+    border(svg, r, &x.title, &y.title, 36.0);
 }
 
 /// A scatter panel in plot area `r` (axes drawn around it); with several series, a legend in the
@@ -357,17 +369,7 @@ pub fn bars(
     let (x0, y0, w, h) = r;
     let x = Axis::zero_to(1.0, x_title);
     // Only the y grid: groups label the x axis.
-    for (v, label) in y.ticks() {
-        let py = y0 + h - y.frac(v) * h;
-        let _ = write!(
-            svg,
-            r##"<line x1="{x0:.1}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#e3e3e3"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            x0 + w,
-            x0 - 6.0,
-            py + 4.0,
-            esc(&label)
-        );
-    }
+    y_grid(svg, r, y);
     let n = groups.len().max(1) as f64;
     let group_w = w / n;
     let bar_w = group_w * 0.8 / series.len().max(1) as f64;
@@ -399,18 +401,7 @@ pub fn bars(
             );
         }
     }
-    let _ = write!(
-        svg,
-        r##"<rect x="{x0:.1}" y="{y0:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#555"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"##,
-        x0 + w / 2.0,
-        y0 + h + 58.0,
-        esc(&x.title),
-        x0 - 58.0,
-        y0 + h / 2.0,
-        x0 - 58.0,
-        y0 + h / 2.0,
-        esc(&y.title)
-    );
+    border(svg, r, &x.title, &y.title, 58.0);
     if series.len() > 1 {
         let lw = series
             .iter()
