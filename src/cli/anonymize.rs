@@ -248,7 +248,7 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             None => format!("{profile:#?}"),
         };
         let html = super::report::render(&report, &facts, &requirements, &profile_text);
-        pbg::encode::draft::write_atomic(path, &html)?;
+        pbg::io::write_text_atomic(path, &html)?;
         report["report"] = serde_json::json!(path);
     }
     println!("{}", serde_json::to_string(&report)?);

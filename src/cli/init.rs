@@ -121,7 +121,7 @@ pub fn run_hierarchy(c: HierarchyCommand) -> anyhow::Result<()> {
     }
     let kind = kind.unwrap_or_else(|| DraftKind::of(&values));
     let h = build_hierarchy(&a.column, &values, kind)?;
-    pbg::encode::draft::write_atomic(&a.output, &arx_text(&h))?;
+    pbg::io::write_text_atomic(&a.output, &arx_text(&h))?;
     println!(
         "{}",
         json!({"output": a.output, "column": a.column, "kind": kind.name(), "values": h.leaves().len(), "levels": h.height()})

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use pbg::Evaluator;
 use pbg::Objective;
-use pbg::plot::readable;
+use pbg::plot::{esc, readable};
 use serde_json::Value;
 
 /// What the page needs from the engine, gathered while the node is chosen.
@@ -86,13 +86,6 @@ pub fn facts(ev: &Evaluator, node: &[u8]) -> pbg::error::Result<ReportFacts> {
         front,
         lattice_size,
     })
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Bars of the released class sizes (x: sizes in powers of two, y: classes).

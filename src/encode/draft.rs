@@ -719,7 +719,7 @@ fn write_draft_in(draft: &Draft, dir: &Path, hier: &Path) -> Result<PathBuf> {
     }
     for ((name, kind, h), file) in draft.qis.iter().zip(&files) {
         let path = hier.join(file);
-        write_atomic(&path, &arx_text(h))?;
+        crate::io::write_text_atomic(&path, &arx_text(h))?;
         let _ = writeln!(
             t,
             "\n# {}: {} hierarchy over {} values, {} levels above the values.",
@@ -735,13 +735,6 @@ fn write_draft_in(draft: &Draft, dir: &Path, hier: &Path) -> Result<PathBuf> {
             toml_string(&format!("hierarchies/{file}"))
         );
     }
-    write_atomic(&profile, &t)?;
+    crate::io::write_text_atomic(&profile, &t)?;
     Ok(profile)
-}
-
-/// Writes `text` to a temporary file beside `path`, then renames it into place.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let file = crate::io::AtomicFile::new(path)?;
-    std::fs::write(file.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
-    file.commit()
 }

@@ -68,6 +68,13 @@ impl AtomicFile {
     }
 }
 
+/// Writes `text` to a temporary file beside `path`, then renames it into place.
+pub fn write_text_atomic(path: &Path, text: &str) -> Result<()> {
+    let file = AtomicFile::new(path)?;
+    std::fs::write(file.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
+    file.commit()
+}
+
 /// Removes temporary files left beside `name` by runs that were killed (their process is gone),
 /// so that a killed job leaves no garbage once the next one starts. Linux only (`/proc`).
 fn remove_stale(dir: &Path, name: &str) {

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::error::{PbgError, Result};
-use crate::io::AtomicFile;
+use crate::error::Result;
+use crate::io::write_text_atomic;
 use crate::objective::Objective;
 use crate::search::Point;
 
@@ -205,7 +205,8 @@ pub struct Series {
 /// A rectangle of the drawing: left, top, width, height.
 type Rect = (f64, f64, f64, f64);
 
-fn esc(s: &str) -> String {
+/// Text escaped for XML and HTML (`&`, `<`, `>`, `"`).
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -450,12 +451,6 @@ pub fn document(w: f64, h: f64, title: &str, body: &str) -> String {
     svg
 }
 
-fn write_svg(path: &Path, text: &str) -> Result<()> {
-    let file = AtomicFile::new(path)?;
-    std::fs::write(file.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
-    file.commit()
-}
-
 /// Draws each series of points: for two objectives one panel (x the first, y the second), for
 /// three or more the pairs of the first three side by side. Written atomically.
 pub fn front_svg(
@@ -514,7 +509,7 @@ pub fn front_svg(
             &drawn,
         );
     }
-    write_svg(path, &document(pw * pairs.len() as f64, ph, title, &body))
+    write_text_atomic(path, &document(pw * pairs.len() as f64, ph, title, &body))
 }
 
 /// Grouped bars: one group per label, one bar per series (missing values leave a gap). y in
@@ -537,5 +532,5 @@ pub fn bars_svg(
         groups,
         series,
     );
-    write_svg(path, &document(w, h, title, &body))
+    write_text_atomic(path, &document(w, h, title, &body))
 }
