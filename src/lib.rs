@@ -17,7 +17,8 @@
 //!   atomically.
 //! - [`slicing`]: l-diverse sliced releases.
 //!
-//! The DataFusion functions ([`sql`]) and the CLI are thin faces over these stages; [`tools`]
+//! The DataFusion functions ([`sql`]), the [`cluster`] roles (Ballista) and the CLI are thin faces
+//! over these stages; [`tools`]
 //! (scale data, experiments, plots) sits apart from the engine.
 //!
 //! ```no_run
@@ -33,6 +34,7 @@
 
 pub mod choose;
 pub mod classes;
+pub mod cluster;
 pub mod encode;
 pub mod error;
 pub mod evaluate;

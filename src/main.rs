@@ -5,11 +5,18 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Rust ignores SIGPIPE, which turns a closed pipe into a panic in println!; restore the default.
+    // Rust ignores SIGPIPE, which turns a closed pipe into a panic in println!; restore the default
+    // so that `pbg ... | head` ends quietly. Not for cluster roles and clients: they write to
+    // sockets, where a peer that went away must be an error, not a silent death of the process.
+    let networked = std::env::args()
+        .skip(1)
+        .any(|a| a == "cluster" || a == "--cluster" || a.starts_with("--cluster="));
     #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is always valid.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    if !networked {
+        // SAFETY: called first thing in main, before any thread exists; SIG_DFL is always valid.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
     }
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,

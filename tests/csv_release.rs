@@ -210,7 +210,7 @@ fn the_plan_is_the_fallback() {
     ))
     .unwrap()
     .unwrap();
-    assert_eq!((rows_a, &fp_a), (rows_b, &fp_b));
+    assert_eq!((rows_a, Some(&fp_a)), (rows_b, fp_b.as_ref()));
     let lines = |p: &std::path::Path| {
         let mut v: Vec<String> = std::fs::read_to_string(p)
             .unwrap()

@@ -2,6 +2,7 @@
 
 mod adult;
 mod cli_errors;
+mod cluster;
 mod common;
 mod csv_release;
 mod distances;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pbg::policy::{Policy, PolicyText, pick};
-use pbg::release::anonymize_with;
+use pbg::release::anonymize_in;
 
 use super::profile_args::ProfileArgs;
 
@@ -198,14 +198,15 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         Ok(node)
     };
     let (indices, mut report) = if release {
-        let summary = anonymize_with(&profile, &gather, &a.output, &|name| stages.stage(name))?;
+        let ctx = a.profile.session()?;
+        let summary = anonymize_in(&ctx, &profile, &gather, &a.output, &|name| {
+            stages.stage(name)
+        })?;
         (summary.indices.clone(), serde_json::to_value(&summary)?)
     } else {
         // The page alone: the node chosen on the statistics, nothing written but the page.
         stages.stage("pass 1: class statistics");
-        let ev = pbg::Evaluator::new(std::sync::Arc::new(pbg::Dataset::load_statistics(
-            &profile,
-        )?))?;
+        let ev = pbg::Evaluator::new(std::sync::Arc::new(a.profile.statistics()?))?;
         stages.stage("choosing the node");
         let node = gather(&ev)?;
         let ix = ev.evaluate(&node)?;

@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own module.
 
 mod anonymize;
+mod cluster;
 mod compare;
 mod correlate;
 mod evaluate;
@@ -64,6 +65,9 @@ enum Command {
     /// Reproduce a paper's experiments.
     #[command(subcommand)]
     Experiment(experiment::Experiment),
+    /// Ballista cluster roles: a scheduler and executors that run pbg's row passes.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -85,5 +89,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Sql(a) => sql::run(a),
         Command::Correlate(a) => correlate::run(a),
         Command::Slice(a) => slice::run(a),
+        Command::Cluster(c) => cluster::run(c),
     }
 }

@@ -4,9 +4,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use datafusion::prelude::SessionContext;
 use pbg::hierarchy::HierarchySpec;
 use pbg::input::Input;
+use pbg::input::block_on;
 use pbg::profile::{QiSpec, parse_delimiter};
+use pbg::statistics::{rows_in, statistics_in};
 use pbg::{Dataset, Evaluator, PbgError, Profile, SuppressionLimit};
 
 /// A profile from a TOML file (positional or `--config`), from flags, or a file with flags on top.
@@ -43,6 +46,10 @@ pub struct ProfileArgs {
     /// Suppression limit: rows (301) or percent (1%).
     #[arg(long, value_name = "ROWS|PCT%")]
     suppression_limit: Option<String>,
+    /// Run the row passes on a Ballista cluster (`pbg cluster scheduler`); input and output
+    /// paths must be on storage the executors share.
+    #[arg(long, value_name = "df://HOST:PORT")]
+    cluster: Option<String>,
 }
 
 const FLAGS: &str = "command line";
@@ -166,20 +173,40 @@ impl ProfileArgs {
         self.profile.is_some() || self.config.is_some() || self.input.is_some()
     }
 
+    /// The session the data is read in: this process, or the `--cluster` one.
+    pub fn session(&self) -> Result<SessionContext, PbgError> {
+        match &self.cluster {
+            Some(url) => pbg::cluster::connect(url),
+            None => Ok(pbg::input::new_context()),
+        }
+    }
+
+    /// The `--cluster` address, if given.
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
+
     /// Loads and encodes the data, ready to evaluate (rows kept: vectors and comparisons).
     pub fn evaluator(&self) -> Result<Evaluator, PbgError> {
         let profile = self.profile()?;
+        let ctx = self.session()?;
         let stages = super::progress::Stages::new("read");
         stages.stage(&format!("{} (rows)", profile.input));
-        Evaluator::new(Arc::new(Dataset::load(&profile)?))
+        Evaluator::new(Arc::new(block_on(rows_in(&ctx, &profile))??))
     }
 
     /// Streams the data into class statistics, ready to evaluate node indices: memory bounded by
     /// the distinct combinations, not the rows (every index is the same as from the rows).
     pub fn statistics_evaluator(&self) -> Result<Evaluator, PbgError> {
+        Evaluator::new(Arc::new(self.statistics()?))
+    }
+
+    /// The class statistics of the profile's input (in the `--cluster` session when given).
+    pub fn statistics(&self) -> Result<Dataset, PbgError> {
         let profile = self.profile()?;
+        let ctx = self.session()?;
         let stages = super::progress::Stages::new("read");
         stages.stage(&format!("{} (class statistics)", profile.input));
-        Evaluator::new(Arc::new(Dataset::load_statistics(&profile)?))
+        block_on(statistics_in(&ctx, &profile))?
     }
 }

@@ -144,9 +144,21 @@ async fn feed(
 /// same name.
 async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
     // information_schema on: SHOW TABLES, SHOW FUNCTIONS and `\d` read it.
-    let ctx =
-        SessionContext::new_with_config(pbg::input::session_config().with_information_schema(true));
-    let registry = pbg::sql::register(&ctx);
+    let (ctx, registry) = match a.profile.cluster() {
+        // A cluster session has pbg's functions registered already.
+        Some(_) => {
+            let ctx = a.profile.session()?;
+            let registry = pbg::sql::register(&ctx);
+            (ctx, registry)
+        }
+        None => {
+            let ctx = SessionContext::new_with_config(
+                pbg::input::session_config().with_information_schema(true),
+            );
+            let registry = pbg::sql::register(&ctx);
+            (ctx, registry)
+        }
+    };
     if a.profile.given() {
         let profile = a.profile.profile()?;
         let name = a

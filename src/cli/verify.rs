@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use pbg::Evaluator;
 use pbg::input::block_on;
 use pbg::policy::Requirement;
 use pbg::release::verify_release;
-use pbg::{Dataset, Evaluator};
 
 use super::anonymize::PolicyArgs;
 use super::profile_args::ProfileArgs;
@@ -44,10 +44,8 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     if !a.qis.is_empty() {
         return run_alone(&a, &require);
     }
-    let profile = a.profile.profile()?;
+    let dataset = a.profile.statistics()?;
     let stages = super::progress::Stages::new("verify");
-    stages.stage(&format!("{} (class statistics)", profile.input));
-    let dataset = Dataset::load_statistics(&profile)?;
     let present = pbg::indices::Present::of(&dataset);
     for r in &require {
         r.measure.check_defined(present)?;
@@ -72,7 +70,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         }
     };
     stages.stage(&format!("re-reading {}", a.release.display()));
-    let ctx = pbg::input::new_context();
+    let ctx = a.profile.session()?;
     let mut outcome = None;
     let mut first_error = None;
     for rule in rules {
@@ -126,7 +124,7 @@ fn run_alone(a: &VerifyArgs, require: &[Requirement]) -> anyhow::Result<()> {
             );
         }
     }
-    let ctx = pbg::input::new_context();
+    let ctx = a.profile.session()?;
     let check = block_on(pbg::release::check_release_alone(
         &ctx, &a.release, &a.qis, sensitive,
     ))??;

@@ -86,8 +86,12 @@ pub async fn count_combinations_with<C: Companion>(
     for c in spec {
         counted.push(input::column_index(input, &schema, &c.name)?);
     }
-    let pool = df.task_ctx().memory_pool().clone();
     let all = companion.all_columns(&schema);
+    if input::is_distributed(&df) && !all {
+        // On a cluster the GROUP BY distributes; only the combinations come back.
+        return Ok((count_grouped(df, input, spec).await?, companion));
+    }
+    let pool = df.task_ctx().memory_pool().clone();
     let (df, counted) = if all {
         (df, counted)
     } else {
@@ -154,6 +158,18 @@ pub async fn count_combinations_with<C: Companion>(
     let combos =
         Combinations::from_accumulator(total.unwrap_or_else(|| Accumulator::new(spec.len())));
     Ok((combos, companion))
+}
+
+/// [`count_combinations`] as the [`statistics_plan`] (a `GROUP BY` the session may distribute):
+/// only its result, one row per combination of typed values with its count, comes back.
+async fn count_grouped(
+    df: DataFrame,
+    input: &input::Input,
+    spec: &[CountColumn],
+) -> Result<Combinations> {
+    let plan = statistics_plan(df, spec).map_err(|e| df_error(input, e))?;
+    let batches = plan.collect().await.map_err(|e| df_error(input, e))?;
+    Combinations::gather(&batches, spec, Some(COUNT))
 }
 
 /// Names the first row of the culprit in errors raised without one (the parallel passes do not

@@ -285,6 +285,22 @@ pub fn size_of(input: &Input) -> Option<u64> {
     )
 }
 
+/// Marks a session whose plans run on a cluster (the cluster face sets it): pass 1 then runs as a
+/// `GROUP BY` plan, so that the aggregation distributes and only the combinations come back.
+#[derive(Debug, Default)]
+pub struct Distributed {
+    /// The scheduler's address, for messages.
+    pub scheduler: String,
+}
+
+/// Whether `df` runs on a cluster (its session carries [`Distributed`]).
+pub fn is_distributed(df: &DataFrame) -> bool {
+    df.task_ctx()
+        .session_config()
+        .get_extension::<Distributed>()
+        .is_some()
+}
+
 /// A session for pbg's own commands: Parquet strings read as written (not as view types),
 /// files in subdirectories of an input directory read too, and each partition reading exactly
 /// its planned file ranges (no work stealing between partitions), so that the partitions, taken

@@ -11,6 +11,8 @@ static RUNTIME: LazyLock<std::result::Result<tokio::runtime::Runtime, String>> =
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("pbg-datafusion")
+            // DataFusion and Ballista plan deep expressions recursively on worker threads too.
+            .thread_stack_size(16 << 20)
             .build()
             .map_err(|e| e.to_string())
     });

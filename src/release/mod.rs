@@ -19,7 +19,9 @@ pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use stream::write_streamed_csv;
 pub use text::{CsvRelease, ReleasedText, TextRelease};
-pub use udf::{BoundGeneralize, KeepClasses, SuppressedClasses};
+pub use udf::{
+    BoundGeneralize, KeepClasses, SuppressedClasses, decode_release_udf, encode_release_udf,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,40 +89,12 @@ pub async fn write_frame(
     path: &Path,
     format: OutputFormat,
 ) -> Result<(u64, Fingerprint)> {
-    use datafusion::datasource::file_format::csv::CsvFormatFactory;
-    use datafusion::datasource::file_format::format_as_file_type;
-    use datafusion::datasource::file_format::parquet::ParquetFormatFactory;
-    use datafusion::logical_expr::LogicalPlanBuilder;
-
     let fail = |e: datafusion::error::DataFusionError| PbgError::Format {
         path: path.to_path_buf(),
         message: format!("while writing: {e}"),
     };
     let (state, plan) = df.into_parts();
-    let file_type = match format {
-        OutputFormat::Parquet => {
-            // No min/max statistics: computing them per value costs ~20 % of the release pass
-            // (1.1 s of 5.6 s on 30 M rows), and the labels of a release are few and known.
-            let mut options = datafusion::common::config::TableParquetOptions::default();
-            options.global.statistics_enabled = Some("none".into());
-            format_as_file_type(Arc::new(ParquetFormatFactory::new_with_options(options)))
-        }
-        OutputFormat::Csv => format_as_file_type(Arc::new(CsvFormatFactory::new_with_options(
-            CsvOptions::default().with_has_header(true),
-        ))),
-    };
-    let options = [("single_file_output".to_string(), "true".to_string())]
-        .into_iter()
-        .collect();
-    let copy = LogicalPlanBuilder::copy_to(
-        plan,
-        path.to_string_lossy().into_owned(),
-        file_type,
-        options,
-        vec![],
-    )
-    .and_then(|b| b.build())
-    .map_err(fail)?;
+    let copy = copy_plan(plan, path, format).map_err(fail)?;
     let sink = state.create_physical_plan(&copy).await.map_err(fail)?;
     // The sink's input is the release; fingerprint it on its way to the writer.
     let acc = Arc::new(std::sync::Mutex::new(Fingerprint::default()));
@@ -138,15 +112,7 @@ pub async fn write_frame(
     let batches = datafusion::physical_plan::collect(sink, state.task_ctx())
         .await
         .map_err(fail)?;
-    let rows = batches
-        .iter()
-        .filter_map(|b| {
-            b.column(0)
-                .as_any()
-                .downcast_ref::<arrow::array::UInt64Array>()
-                .map(|a| a.iter().flatten().sum::<u64>())
-        })
-        .sum();
+    let rows = written_rows(&batches);
     let file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
     file.sync_all().map_err(|e| PbgError::io(path, e))?;
     let fingerprint = acc.lock().map(|f| f.clone()).unwrap_or_default();
@@ -173,19 +139,37 @@ pub fn anonymize_with(
     output: &Path,
     stage: &dyn Fn(&'static str),
 ) -> Result<ReleaseSummary> {
+    anonymize_in(&input::new_context(), profile, choose, output, stage)
+}
+
+/// [`anonymize_with`] in session `ctx`. On a cluster session (see [`input::Distributed`]) both
+/// row passes and the verifier's reads run on the cluster: the statistics as a distributed
+/// `GROUP BY`, the release as the plan written by the executors (to a path they and this process
+/// share), checked by the same verifier before the rename.
+pub fn anonymize_in(
+    ctx: &SessionContext,
+    profile: &Profile,
+    choose: &dyn Fn(&Evaluator) -> Result<Node>,
+    output: &Path,
+    stage: &dyn Fn(&'static str),
+) -> Result<ReleaseSummary> {
     let start = Instant::now();
     stage("pass 1: class statistics");
     profile.protect(output)?;
     let format = OutputFormat::of(output)?;
     let file = AtomicFile::new(output)?;
-    let ctx = input::new_context();
+    let distributed = ctx
+        .state()
+        .config()
+        .get_extension::<input::Distributed>()
+        .is_some();
     // A CSV release of a text input is written from the rows pass 1 keeps (when they fit).
-    let keep = KeptRows::new(if format == OutputFormat::Csv {
+    let keep = KeptRows::new(if format == OutputFormat::Csv && !distributed {
         KEEP_LIMIT
     } else {
         0
     });
-    let (dataset, kept) = block_on(crate::statistics::statistics_with(&ctx, profile, keep))??;
+    let (dataset, kept) = block_on(crate::statistics::statistics_with(ctx, profile, keep))??;
     if format == OutputFormat::Csv {
         for (i, f) in dataset.schema.fields().iter().enumerate() {
             let binary = matches!(
@@ -224,20 +208,26 @@ pub fn anonymize_with(
         .all(|f| text::is_text(f.data_type()));
     let temp = file.temp_path();
     let (input_reads, (rows_out, written)) = match kept.batches() {
-        Some(batches) => (1, write_kept_csv(&ev, &node, batches, temp)?),
-        None if format == OutputFormat::Csv && text => {
-            (2, block_on(write_streamed_csv(&ctx, &ev, &node, temp))??)
+        Some(batches) => {
+            let (rows, fp) = write_kept_csv(&ev, &node, batches, temp)?;
+            (1, (rows, Some(fp)))
         }
-        None => (2, block_on(write_release(&ctx, &ev, &node, temp, format))??),
+        None if format == OutputFormat::Csv && text && !distributed => {
+            let (rows, fp) = block_on(write_streamed_csv(ctx, &ev, &node, temp))??;
+            (2, (rows, Some(fp)))
+        }
+        None => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
     };
     let t3 = Instant::now();
     stage("verifying the release");
+    // Without the fingerprint of what the writer was given (the executors wrote it), the verifier
+    // fingerprints the input's release afresh.
     let (check, _) = block_on(verify_release(
-        &ctx,
+        ctx,
         &ev,
         file.temp_path(),
         Some(&node),
-        Some(&written),
+        written.as_ref(),
     ))??;
     file.commit()?;
     let t4 = Instant::now();
@@ -264,17 +254,97 @@ pub fn anonymize_with(
     })
 }
 
-/// Pass 2: opens the input afresh in `ctx` and writes the release of `node` to `path`.
+/// Pass 2: opens the input afresh in `ctx` and writes the release of `node` to `path`; returns
+/// the rows written and, when the plan ran in this process, the fingerprint of what the writer
+/// was given.
 pub async fn write_release(
     ctx: &SessionContext,
     ev: &Evaluator,
     node: &[u8],
     path: &Path,
     format: OutputFormat,
-) -> Result<(u64, Fingerprint)> {
+) -> Result<(u64, Option<Fingerprint>)> {
     let source = ev.dataset().input();
     let df = input::open(ctx, source, ev.dataset().profile.delimiter).await?;
     same_columns(ev, &df)?;
     let frame = release_frame(df, ev, node)?;
-    write_frame(frame, path, format).await
+    if input::is_distributed(&frame) {
+        return Ok((write_remote(frame, path, format).await?, None));
+    }
+    let (rows, fp) = write_frame(frame, path, format).await?;
+    Ok((rows, Some(fp)))
+}
+
+/// The `COPY` plan writing `df` to the single file `path` in `format`.
+fn copy_plan(
+    plan: datafusion::logical_expr::LogicalPlan,
+    path: &Path,
+    format: OutputFormat,
+) -> datafusion::common::Result<datafusion::logical_expr::LogicalPlan> {
+    use datafusion::datasource::file_format::csv::CsvFormatFactory;
+    use datafusion::datasource::file_format::format_as_file_type;
+    use datafusion::datasource::file_format::parquet::ParquetFormatFactory;
+    use datafusion::logical_expr::LogicalPlanBuilder;
+
+    let file_type = match format {
+        OutputFormat::Parquet => {
+            // No min/max statistics: computing them per value costs ~20 % of the release pass
+            // (1.1 s of 5.6 s on 30 M rows), and the labels of a release are few and known.
+            let mut options = datafusion::common::config::TableParquetOptions::default();
+            options.global.statistics_enabled = Some("none".into());
+            format_as_file_type(Arc::new(ParquetFormatFactory::new_with_options(options)))
+        }
+        OutputFormat::Csv => format_as_file_type(Arc::new(CsvFormatFactory::new_with_options(
+            CsvOptions::default().with_has_header(true),
+        ))),
+    };
+    let options = [("single_file_output".to_string(), "true".to_string())]
+        .into_iter()
+        .collect();
+    LogicalPlanBuilder::copy_to(
+        plan,
+        path.to_string_lossy().into_owned(),
+        file_type,
+        options,
+        vec![],
+    )?
+    .build()
+}
+
+/// Writes a release plan to `path` through a cluster session: the executors run the plan and
+/// write the file (so `path` must be on storage they share with this process, and absolute).
+async fn write_remote(df: DataFrame, path: &Path, format: OutputFormat) -> Result<u64> {
+    let fail = |e: datafusion::error::DataFusionError| PbgError::Format {
+        path: path.to_path_buf(),
+        message: format!("while writing on the cluster: {e}"),
+    };
+    let absolute = std::path::absolute(path).map_err(|e| PbgError::io(path, e))?;
+    let (state, plan) = df.into_parts();
+    let copy = copy_plan(plan, &absolute, format).map_err(fail)?;
+    let batches = DataFrame::new(state, copy).collect().await.map_err(fail)?;
+    let rows = written_rows(&batches);
+    let file = std::fs::File::open(&absolute).map_err(|e| {
+        PbgError::io(
+            path,
+            std::io::Error::new(
+                e.kind(),
+                format!("{e}: the executors wrote the release where this process cannot read it (input and output paths must be on storage shared by the client and every executor)"),
+            ),
+        )
+    })?;
+    file.sync_all().map_err(|e| PbgError::io(path, e))?;
+    Ok(rows)
+}
+
+/// The row count a `COPY` plan reports.
+fn written_rows(batches: &[arrow::record_batch::RecordBatch]) -> u64 {
+    batches
+        .iter()
+        .filter_map(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::UInt64Array>()
+                .map(|a| a.iter().flatten().sum::<u64>())
+        })
+        .sum()
 }

@@ -1,7 +1,8 @@
 //! The two scalar functions a release plan binds to its node: one generalizes a QI column to the
 //! node's level of its hierarchy, the other keeps the rows whose equivalence class the suppression
 //! rule did not remove. Both carry their data (hierarchy, suppressed class set), so the plan is
-//! self-contained: planning it reads nothing and executing it needs no registry.
+//! self-contained: planning it reads nothing and executing it needs no registry. For a cluster
+//! they travel with their data ([`encode_release_udf`], [`decode_release_udf`]).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -13,6 +14,8 @@ use datafusion::common::{DataFusionError, Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
+
+use serde::{Deserialize, Serialize};
 
 use crate::encode::text_column;
 use crate::hierarchy::{Hierarchy, generalize_with, generalized_type};
@@ -48,8 +51,18 @@ impl Hash for BoundGeneralize {
 impl BoundGeneralize {
     /// The function generalizing QI `hierarchy.column()` to `level`.
     pub fn udf(hierarchy: Arc<Hierarchy>, level: u8, null_as: Option<String>) -> ScalarUDF {
+        let name = format!("pbg_generalize[{}@{level}]", hierarchy.column());
+        Self::named(name, hierarchy, level, null_as)
+    }
+
+    fn named(
+        name: String,
+        hierarchy: Arc<Hierarchy>,
+        level: u8,
+        null_as: Option<String>,
+    ) -> ScalarUDF {
         ScalarUDF::from(BoundGeneralize {
-            name: format!("pbg_generalize[{}@{level}]", hierarchy.column()),
+            name,
             signature: Signature::any(1, Volatility::Immutable),
             hierarchy,
             level,
@@ -216,4 +229,115 @@ impl ScalarUDFImpl for KeepClasses {
             self.suppressed.keep(&codes, rows),
         )))
     }
+}
+
+/// The wire form of a release function: its data, so that an executor can rebuild it.
+#[derive(Serialize, Deserialize)]
+enum Wire {
+    Generalize {
+        column: String,
+        source: String,
+        leaves: Vec<String>,
+        labels: Vec<String>,
+        null_as: Option<String>,
+    },
+    Keep {
+        /// Per QI, the labels of the node's level in group-code order.
+        labels: Vec<Vec<String>>,
+        suppressed: WireSuppressed,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+enum WireSuppressed {
+    Packed { shifts: Vec<u32>, keys: Vec<u64> },
+    Codes(Vec<Vec<u32>>),
+}
+
+/// Marks pbg's release-function payloads (a foreign codec's bytes are never taken for ours).
+const WIRE_TAG: &[u8] = b"pbg-release-udf/1\n";
+
+/// The bytes that carry `udf` to another process when it is one of the release functions
+/// ([`BoundGeneralize`], [`KeepClasses`]); `None` for any other function (which travels by name).
+pub fn encode_release_udf(udf: &ScalarUDF) -> Option<Vec<u8>> {
+    let inner: &dyn std::any::Any = udf.inner().as_ref();
+    let wire = if let Some(g) = inner.downcast_ref::<BoundGeneralize>() {
+        Wire::Generalize {
+            column: g.hierarchy.column().to_string(),
+            source: g.hierarchy.source().to_string(),
+            leaves: g.hierarchy.leaves().to_vec(),
+            labels: g.hierarchy.leaf_labels(g.level),
+            null_as: g.null_as.clone(),
+        }
+    } else if let Some(k) = inner.downcast_ref::<KeepClasses>() {
+        let labels = k
+            .groups
+            .iter()
+            .map(|groups| {
+                let mut labels = vec![String::new(); groups.len()];
+                for (label, &g) in groups {
+                    labels[g as usize] = label.clone();
+                }
+                labels
+            })
+            .collect();
+        let suppressed = match k.suppressed.as_ref() {
+            SuppressedClasses::Packed { shifts, keys } => {
+                let mut keys: Vec<u64> = keys.iter().copied().collect();
+                keys.sort_unstable();
+                WireSuppressed::Packed {
+                    shifts: shifts.clone(),
+                    keys,
+                }
+            }
+            SuppressedClasses::Codes(classes) => {
+                let mut classes: Vec<Vec<u32>> = classes.iter().cloned().collect();
+                classes.sort_unstable();
+                WireSuppressed::Codes(classes)
+            }
+        };
+        Wire::Keep { labels, suppressed }
+    } else {
+        return None;
+    };
+    let mut out = WIRE_TAG.to_vec();
+    serde_json::to_writer(&mut out, &wire).ok()?;
+    Some(out)
+}
+
+/// Rebuilds a release function named `name` from [`encode_release_udf`]'s bytes; `Ok(None)` when
+/// the bytes are not pbg's.
+pub fn decode_release_udf(name: &str, buf: &[u8]) -> Result<Option<ScalarUDF>> {
+    let Some(body) = buf.strip_prefix(WIRE_TAG) else {
+        return Ok(None);
+    };
+    let wire: Wire = serde_json::from_slice(body).map_err(|e| {
+        DataFusionError::Internal(format!("release function {name}: bad wire form: {e}"))
+    })?;
+    Ok(Some(match wire {
+        Wire::Generalize {
+            column,
+            source,
+            leaves,
+            labels,
+            null_as,
+        } => {
+            let h = Hierarchy::from_leaf_labels(&column, &source, &leaves, &labels)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            BoundGeneralize::named(name.to_string(), Arc::new(h), 1, null_as)
+        }
+        Wire::Keep { labels, suppressed } => {
+            let labels: Vec<&[String]> = labels.iter().map(Vec::as_slice).collect();
+            let suppressed = match suppressed {
+                WireSuppressed::Packed { shifts, keys } => SuppressedClasses::Packed {
+                    shifts,
+                    keys: keys.into_iter().collect(),
+                },
+                WireSuppressed::Codes(classes) => {
+                    SuppressedClasses::Codes(classes.into_iter().collect())
+                }
+            };
+            KeepClasses::udf(labels, suppressed)
+        }
+    }))
 }

@@ -165,6 +165,28 @@ pub fn functions(ctx: &SessionContext) -> Vec<(String, &'static str, String)> {
     out
 }
 
+/// The scalar and aggregate functions [`register`] adds (those that run on every row, and so on a
+/// cluster's executors), each bound to a fresh, empty registry.
+pub fn row_functions() -> (Vec<Arc<ScalarUDF>>, Vec<Arc<AggregateUDF>>) {
+    let ctx = SessionContext::new();
+    register(&ctx);
+    let pbg = registered_names();
+    let state = ctx.state();
+    let scalars = state
+        .scalar_functions()
+        .iter()
+        .filter(|(name, _)| pbg.contains(*name))
+        .map(|(_, f)| f.clone())
+        .collect();
+    let aggregates = state
+        .aggregate_functions()
+        .iter()
+        .filter(|(name, _)| pbg.contains(*name))
+        .map(|(_, f)| f.clone())
+        .collect();
+    (scalars, aggregates)
+}
+
 /// Names of the scalar and aggregate functions [`register`] adds (those a fresh session gains).
 fn registered_names() -> std::collections::HashSet<String> {
     let ctx = SessionContext::new();

@@ -253,6 +253,41 @@ impl Hierarchy {
     pub fn levels(&self) -> &[Level] {
         &self.levels
     }
+
+    /// Each leaf with its label at level `l`, by leaf code: all that generalizing to `l` needs
+    /// (what a release function carries to a cluster's executors).
+    pub fn leaf_labels(&self, l: u8) -> Vec<String> {
+        let level = self.level(l);
+        level
+            .group_of_leaf
+            .iter()
+            .map(|&g| level.labels[g as usize].clone())
+            .collect()
+    }
+
+    /// The hierarchy whose level 1 maps `leaves[i]` to `labels[i]` (under a single top group):
+    /// generalizing to its level 1 is generalizing to the level [`Hierarchy::leaf_labels`] was
+    /// taken at.
+    pub fn from_leaf_labels(
+        column: &str,
+        source: &str,
+        leaves: &[String],
+        labels: &[String],
+    ) -> Result<Self> {
+        if leaves.len() != labels.len() {
+            return Err(PbgError::Hierarchy {
+                column: column.to_string(),
+                source_name: source.to_string(),
+                message: format!("{} leaves but {} labels", leaves.len(), labels.len()),
+            });
+        }
+        let rows: Vec<Vec<String>> = leaves
+            .iter()
+            .zip(labels)
+            .map(|(leaf, label)| vec![leaf.clone(), label.clone(), "*".to_string()])
+            .collect();
+        Self::from_rows(column, source, &rows, LossModel::LeafCount)
+    }
 }
 
 /// (U − L) / (max − min), bounds clamped to the leaves' range; leaves themselves lose nothing.

@@ -1,0 +1,430 @@
+//! pbg on Ballista: an in-process cluster and a real one (a scheduler and two executors as
+//! separate `pbg` processes) give the statistics, the chosen node and the released rows of the
+//! local run; a killed executor never leaves an unverified release in place.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::Array;
+use pbg::input::block_on;
+use pbg::{Dataset, Evaluator, Profile};
+
+use crate::common::{pbg, pbg_json, repo};
+
+const ADULT: &str = "datasets/adult/adult.toml";
+
+/// The rows of a release, each as its columns' texts in name order, sorted: the multiset the
+/// cluster and local runs must agree on, whatever the partitioning.
+fn rows_of(path: &Path) -> Vec<Vec<String>> {
+    let t = pbg::io::read_table(&pbg::input::Input::Path(path.to_path_buf()), b',').unwrap();
+    let mut names: Vec<(String, usize)> = t
+        .schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name().clone(), i))
+        .collect();
+    names.sort();
+    let mut rows = Vec::new();
+    for b in &t.batches {
+        let texts: Vec<_> = names
+            .iter()
+            .map(|(_, i)| pbg::encode::text_column(b.column(*i)).unwrap())
+            .collect();
+        for r in 0..b.num_rows() {
+            rows.push(
+                texts
+                    .iter()
+                    .map(|t| match t.keys.is_null(r) {
+                        true => "\u{0}null".to_string(),
+                        false => t.values.value(t.keys.values()[r] as usize).to_string(),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[test]
+fn an_in_process_cluster_gives_the_local_statistics_and_release() {
+    let ctx = pbg::cluster::standalone().unwrap();
+    let profile = Profile::from_toml_file(&repo(ADULT)).unwrap();
+    let remote = block_on(pbg::statistics::statistics_in(&ctx, &profile))
+        .unwrap()
+        .unwrap();
+    let local = Dataset::load_statistics(&profile).unwrap();
+    assert_eq!(remote.num_tuples(), 30162);
+    assert_eq!(remote.num_tuples(), local.num_tuples());
+    let (remote, local) = (
+        Evaluator::new(Arc::new(remote)).unwrap(),
+        Evaluator::new(Arc::new(local)).unwrap(),
+    );
+    for node in [[0u8; 8], [1, 1, 1, 1, 1, 1, 1, 1], [3, 1, 2, 1, 0, 1, 2, 0]] {
+        let (a, b) = (
+            remote.evaluate(&node).unwrap(),
+            local.evaluate(&node).unwrap(),
+        );
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            serde_json::to_value(&b).unwrap()
+        );
+    }
+    // A release with suppression (the filter travels with its class set) and a dropped column.
+    let dir = tempfile::tempdir().unwrap();
+    let node = vec![2u8, 2, 2, 1, 1, 1, 1, 1];
+    let choose = |_: &Evaluator| Ok(node.clone());
+    let (a, b) = (
+        dir.path().join("remote.parquet"),
+        dir.path().join("local.parquet"),
+    );
+    let summary = pbg::release::anonymize_in(&ctx, &profile, &choose, &a, &|_| {}).unwrap();
+    let local = pbg::release::anonymize(&profile, &choose, &b).unwrap();
+    assert!(summary.verified);
+    assert!(summary.suppressed > 0, "the node suppresses classes");
+    assert_eq!(summary.rows_released, local.rows_released);
+    assert_eq!(summary.suppressed, local.suppressed);
+    assert_eq!(rows_of(&a), rows_of(&b));
+    // A CSV release on the cluster goes through the same plan.
+    let c = dir.path().join("remote.csv");
+    let csv = pbg::release::anonymize_in(&ctx, &profile, &choose, &c, &|_| {}).unwrap();
+    assert_eq!(csv.input_reads, 2);
+    assert_eq!(csv.rows_released, local.rows_released);
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits (bounded) until something listens on `port`.
+fn wait_for(port: u16, what: &str, log: &Path) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} did not listen on {port} within 60 s; log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A scheduler and executors as `pbg cluster` processes, killed when dropped (also when a test
+/// fails).
+struct Cluster {
+    scheduler: Option<Child>,
+    executors: Vec<Child>,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn start(dir: &Path, executors: usize) -> Cluster {
+        let port = free_port();
+        let log = dir.join("scheduler.log");
+        let scheduler = Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .args(["cluster", "scheduler", "--bind"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["--executor-timeout", "10", "--log-file"])
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut cluster = Cluster {
+            scheduler: Some(scheduler),
+            executors: Vec::new(),
+            url: format!("df://127.0.0.1:{port}"),
+            dir: dir.to_path_buf(),
+        };
+        wait_for(port, "the scheduler", &log);
+        for e in 0..executors {
+            let (flight, grpc) = (free_port(), free_port());
+            let log = dir.join(format!("executor{e}.log"));
+            let child = Command::new(env!("CARGO_BIN_EXE_pbg"))
+                .args(["cluster", "executor", "--scheduler"])
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--bind")
+                .arg(format!("127.0.0.1:{flight}"))
+                .arg("--grpc-port")
+                .arg(grpc.to_string())
+                .arg("--work-dir")
+                .arg(dir.join(format!("work{e}")))
+                .args(["--concurrent-tasks", "2", "--heartbeat", "2", "--log-file"])
+                .arg(&log)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            cluster.executors.push(child);
+            wait_for(flight, "an executor", &log);
+        }
+        cluster
+    }
+
+    fn logs(&self) -> String {
+        let mut out = String::new();
+        for entry in std::fs::read_dir(&self.dir).unwrap().flatten() {
+            let p = entry.path();
+            if p.extension().is_some_and(|e| e == "log") {
+                out.push_str(&format!("== {}\n", p.display()));
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(30).collect();
+                for l in tail.into_iter().rev() {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for c in self.executors.iter_mut().chain(self.scheduler.as_mut()) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Generates an adult-like table split into `files` Parquet files under `dir/lake`.
+fn lake(dir: &Path, files: usize, rows: usize) -> PathBuf {
+    let lake = dir.join("lake");
+    std::fs::create_dir_all(&lake).unwrap();
+    for f in 0..files {
+        pbg_json(&[
+            "generate",
+            "adult-like",
+            "--rows",
+            &rows.to_string(),
+            "--seed",
+            &(11 + f).to_string(),
+            "--output",
+            lake.join(format!("part{f}.parquet")).to_str().unwrap(),
+        ]);
+    }
+    lake
+}
+
+#[test]
+fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake(dir.path(), 3, 40_000);
+    let cluster = Cluster::start(dir.path(), 2);
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "anonymize",
+            ADULT,
+            "--input",
+            lake.to_str().unwrap(),
+            "--identifier",
+            "id",
+            "--pick",
+            "--require",
+            "k>=5,l>=2",
+            "--output",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let (remote, local) = (
+        dir.path().join("remote.parquet"),
+        dir.path().join("local.parquet"),
+    );
+    let mut remote_args = args(&remote);
+    remote_args.extend(["--cluster".to_string(), cluster.url.clone()]);
+    let remote_args: Vec<&str> = remote_args.iter().map(String::as_str).collect();
+    let out = pbg(&remote_args);
+    assert!(
+        out.status.success(),
+        "cluster run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        cluster.logs()
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let local_args = args(&local);
+    let local_args: Vec<&str> = local_args.iter().map(String::as_str).collect();
+    let l = pbg_json(&local_args);
+    assert_eq!(r["node"], l["node"]);
+    assert_eq!(r["rows_in"], 120_000);
+    assert_eq!(r["rows_released"], l["rows_released"]);
+    assert_eq!(r["indices"], l["indices"]);
+    assert_eq!(r["verified"], true);
+    assert_eq!(rows_of(&remote), rows_of(&local));
+    // The same statistics through the other commands.
+    let node = l["node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let common = [
+        ADULT,
+        "--input",
+        lake.to_str().unwrap(),
+        "--identifier",
+        "id",
+    ];
+    let eval = |cluster: Option<&str>| {
+        let mut a = vec!["evaluate"];
+        a.extend(common);
+        a.extend(["--node", &node]);
+        if let Some(c) = cluster {
+            a.extend(["--cluster", c]);
+        }
+        pbg_json(&a)
+    };
+    assert_eq!(eval(Some(&cluster.url)), eval(None));
+    let verify = pbg_json(&[
+        "verify",
+        ADULT,
+        "--input",
+        lake.to_str().unwrap(),
+        "--identifier",
+        "id",
+        "--release",
+        remote.to_str().unwrap(),
+        "--require",
+        "k>=5,l>=2",
+        "--cluster",
+        &cluster.url,
+    ]);
+    assert_eq!(verify["ok"], true);
+    // SQL on the cluster: a pbg aggregate runs on the executors, a table function's result
+    // (computed on the client over statistics from the cluster) travels by value.
+    let sql = |cluster: Option<&str>| {
+        let mut a = vec![
+            "sql",
+            ADULT,
+            "--input",
+            lake.to_str().unwrap(),
+            "--identifier",
+            "id",
+        ];
+        if let Some(c) = cluster {
+            a.extend(["--cluster", c]);
+        }
+        a.extend([
+            "--format",
+            "json",
+            "-c",
+            "SELECT education, round(entropy_l(occupation), 9) AS l, count(*) AS n FROM lake GROUP BY education ORDER BY education; \
+             SELECT k, classes, glm FROM pbg_evaluate('lake', '1,1,1,1,1,1,1,1')",
+        ]);
+        let out = pbg(&a);
+        assert!(
+            out.status.success(),
+            "pbg {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (remote, local) = (sql(Some(&cluster.url)), sql(None));
+    assert!(remote.contains("\"l\""), "{remote}");
+    assert_eq!(remote, local);
+}
+
+#[test]
+fn a_cluster_address_where_nothing_listens_is_a_clear_error() {
+    let port = free_port();
+    let url = format!("df://127.0.0.1:{port}");
+    let out = pbg(&[
+        "evaluate",
+        ADULT,
+        "--node",
+        "0,0,0,0,0,0,0,0",
+        "--cluster",
+        &url,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no scheduler answers at") && err.contains(&url),
+        "{err}"
+    );
+    let out = pbg(&[
+        "evaluate",
+        ADULT,
+        "--node",
+        "0,0,0,0,0,0,0,0",
+        "--cluster",
+        "http://x:1",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("df://HOST:PORT"));
+}
+
+#[test]
+fn a_killed_executor_never_leaves_an_unverified_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake(dir.path(), 4, 150_000);
+    let mut cluster = Cluster::start(dir.path(), 2);
+    let out = dir.path().join("release.parquet");
+    let mut job = Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["--quiet", "anonymize", ADULT, "--input"])
+        .arg(&lake)
+        .args([
+            "--identifier",
+            "id",
+            "--node",
+            "1,1,1,1,0,1,1,0",
+            "--output",
+        ])
+        .arg(&out)
+        .args(["--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill one executor while the job runs.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut victim = cluster.executors.remove(0);
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = job.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = job.kill();
+            panic!(
+                "the job did not end within 240 s of the kill\n{}",
+                cluster.logs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let output = job.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if status.success() {
+        // Ballista reran the lost tasks: the release is in place and verified.
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["verified"], true);
+        assert!(out.exists());
+    } else {
+        // A clear error, and nothing renamed into place.
+        assert!(stderr.contains("pbg: error:"), "{stderr}");
+        assert!(!out.exists(), "a failed job left {}", out.display());
+    }
+    // Either way no temporary file is left beside the output.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("pbg-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
