@@ -322,6 +322,7 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
             "json",
             "-c",
             "SELECT education, round(entropy_l(occupation), 9) AS l, count(*) AS n FROM lake GROUP BY education ORDER BY education; \
+             SELECT generalize(age, 'age', 2) AS a, pbg_fingerprint(sex, race) AS f FROM lake GROUP BY 1 ORDER BY 1; \
              SELECT k, classes, glm FROM pbg_evaluate('lake', '1,1,1,1,1,1,1,1')",
         ]);
         let out = pbg(&a);
@@ -427,4 +428,90 @@ fn a_killed_executor_never_leaves_an_unverified_release() {
         .filter(|e| e.file_name().to_string_lossy().contains("pbg-tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn release_functions_and_generalize_survive_the_wire() {
+    use datafusion::execution::FunctionRegistry;
+    use datafusion::prelude::{SessionContext, col};
+
+    let profile = Profile::from_toml_file(&repo(ADULT)).unwrap();
+    let ev = Evaluator::new(Arc::new(Dataset::load_statistics(&profile).unwrap())).unwrap();
+    let ds = ev.dataset();
+    let age = ds.qis[0].hierarchy.clone();
+    // One partition: the rows come in file order for both functions.
+    let ctx = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
+    let csv = repo("datasets/adult/adult.csv");
+    let df = ctx.read_csv(
+        csv.to_str().unwrap(),
+        datafusion::prelude::CsvReadOptions::new()
+            .delimiter(b';')
+            .has_header(true),
+    );
+    let df = block_on(df).unwrap().unwrap();
+    let run = |udf: datafusion::logical_expr::ScalarUDF| {
+        let out = df
+            .clone()
+            .select(vec![udf.call(vec![col("age")]).alias("a")])
+            .unwrap();
+        let batches = block_on(out.collect()).unwrap().unwrap();
+        batches
+            .iter()
+            .map(|b| {
+                arrow::util::pretty::pretty_format_columns("a", b.columns())
+                    .unwrap()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    for level in 0..=age.height() {
+        let f = pbg::release::BoundGeneralize::udf(age.clone(), level, None);
+        let bytes = pbg::release::encode_release_udf(&f).expect("a release function encodes");
+        let g = pbg::release::decode_release_udf(f.name(), &bytes)
+            .unwrap()
+            .unwrap();
+        assert_eq!(g.name(), f.name());
+        assert!(
+            run(f) == run(g),
+            "level {level}: the decoded function differs"
+        );
+    }
+    // Other functions travel by name; foreign or damaged bytes are not taken for pbg's.
+    let other = datafusion::functions::string::upper();
+    assert!(pbg::release::encode_release_udf(&other).is_none());
+    assert!(
+        pbg::release::decode_release_udf("x", b"\x08\x01")
+            .unwrap()
+            .is_none()
+    );
+    assert!(pbg::release::decode_release_udf("x", b"pbg-release-udf/1\n{").is_err());
+    // generalize carries its registry's hierarchies.
+    let sql = SessionContext::new();
+    let registry = pbg::sql::register(&sql);
+    registry.declare("adult", profile).unwrap();
+    let udf = sql.udf("generalize").unwrap();
+    let bytes = pbg::sql::encode_generalize_udf(&udf).expect("generalize encodes");
+    let copy = pbg::sql::decode_generalize_udf(&bytes).unwrap().unwrap();
+    let fresh = SessionContext::new();
+    fresh.register_udf(copy);
+    let q = "SELECT generalize(age, 'age', 2) AS a, count(*) AS n FROM adult GROUP BY 1 ORDER BY 1";
+    let show = |ctx: &SessionContext| {
+        block_on(async {
+            ctx.register_csv(
+                "adult",
+                repo("datasets/adult/adult.csv").to_str().unwrap(),
+                datafusion::prelude::CsvReadOptions::new().delimiter(b';'),
+            )
+            .await
+            .unwrap();
+            let b = ctx.sql(q).await.unwrap().collect().await.unwrap();
+            arrow::util::pretty::pretty_format_batches(&b)
+                .unwrap()
+                .to_string()
+        })
+        .unwrap()
+    };
+    assert_eq!(show(&sql), show(&fresh));
 }

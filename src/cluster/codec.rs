@@ -1,6 +1,6 @@
 //! How pbg's plans cross process boundaries on a cluster: Ballista's own codecs, plus pbg's
-//! release functions (which carry their hierarchy and suppressed classes, so they cannot travel by
-//! name) and the small result tables of pbg's table functions (materialized on the client, where
+//! functions that carry data (the release functions their hierarchy and suppressed classes,
+//! `generalize` its registry's hierarchies), which cannot travel by name, and the small result tables of pbg's table functions (materialized on the client, where
 //! the search runs, and shipped as Arrow IPC).
 
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConve
 
 use crate::input::block_on;
 use crate::release::{decode_release_udf, encode_release_udf};
+use crate::sql::{decode_generalize_udf, encode_generalize_udf};
 
 /// Marks a table shipped by value (Arrow IPC stream follows).
 const TABLE_TAG: &[u8] = b"pbg-table/1\n";
@@ -53,18 +54,33 @@ impl Default for PbgPhysicalCodec {
     }
 }
 
+/// pbg's functions that carry data travel with it; the others by name.
 fn encode_udf(
     inner: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     node: &ScalarUDF,
     buf: &mut Vec<u8>,
 ) -> Result<()> {
-    match encode_release_udf(node) {
+    match encode_release_udf(node).or_else(|| encode_generalize_udf(node)) {
         Some(bytes) => {
             buf.extend_from_slice(&bytes);
             Ok(())
         }
         None => inner(buf),
     }
+}
+
+fn decode_udf(
+    inner: impl FnOnce() -> Result<Arc<ScalarUDF>>,
+    name: &str,
+    buf: &[u8],
+) -> Result<Arc<ScalarUDF>> {
+    if let Some(udf) = decode_release_udf(name, buf)? {
+        return Ok(Arc::new(udf));
+    }
+    if let Some(udf) = decode_generalize_udf(buf)? {
+        return Ok(Arc::new(udf));
+    }
+    inner()
 }
 
 impl LogicalExtensionCodec for PbgLogicalCodec {
@@ -133,10 +149,7 @@ impl LogicalExtensionCodec for PbgLogicalCodec {
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        match decode_release_udf(name, buf)? {
-            Some(udf) => Ok(Arc::new(udf)),
-            None => self.inner.try_decode_udf(name, buf),
-        }
+        decode_udf(|| self.inner.try_decode_udf(name, buf), name, buf)
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
@@ -165,10 +178,7 @@ impl PhysicalExtensionCodec for PbgPhysicalCodec {
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        match decode_release_udf(name, buf)? {
-            Some(udf) => Ok(Arc::new(udf)),
-            None => self.inner.try_decode_udf(name, buf),
-        }
+        decode_udf(|| self.inner.try_decode_udf(name, buf), name, buf)
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {

@@ -303,15 +303,25 @@ pub async fn verify_release(
         null_as: None,
         null_hint: "the sensitive attribute must not be null".into(),
     });
-    // One read of the release: its classes and the fingerprint of all its rows.
-    let (counts, written) =
-        match count_combinations_with(df, &source, &spec, Fingerprint::default()).await {
-            Ok(c) => c,
-            Err(PbgError::NullValue { column, .. }) => {
-                return Err(fail(format!("column `{column}` holds a null")));
-            }
-            Err(e) => return Err(e),
-        };
+    // One read of the release: its classes and the fingerprint of all its rows (on a cluster, a
+    // GROUP BY and an aggregate where the rows are).
+    let read = async {
+        if input::is_distributed(&df) {
+            let counts = count_combinations_with(df.clone(), &source, &spec, ())
+                .await?
+                .0;
+            Ok((counts, fingerprint(df, &source).await?))
+        } else {
+            count_combinations_with(df, &source, &spec, Fingerprint::default()).await
+        }
+    };
+    let (counts, written) = match read.await {
+        Ok(c) => c,
+        Err(PbgError::NullValue { column, .. }) => {
+            return Err(fail(format!("column `{column}` holds a null")));
+        }
+        Err(e) => return Err(e),
+    };
     if counts.tuples > dataset.num_tuples() {
         return Err(fail(format!(
             "row accounting: {} released rows but the input has only {}",

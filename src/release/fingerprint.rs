@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 
-use arrow::array::Array;
+use arrow::array::{Array, AsArray};
 use arrow::record_batch::RecordBatch;
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
@@ -18,7 +18,7 @@ use crate::error::{PbgError, Result};
 use crate::input::{Input, df_error};
 
 /// The fingerprint of a table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fingerprint {
     /// Rows.
     pub rows: u64,
@@ -150,8 +150,12 @@ impl crate::statistics::Companion for Fingerprint {
     }
 }
 
-/// The fingerprint of a DataFrame's rows, its partitions hashed in parallel.
+/// The fingerprint of a DataFrame's rows, its partitions hashed in parallel — on a cluster by the
+/// [`FingerprintFunc`] aggregate on the executors (only the fingerprint comes back).
 pub async fn fingerprint(df: DataFrame, source: &Input) -> Result<Fingerprint> {
+    if crate::input::is_distributed(&df) {
+        return fingerprint_aggregate(df, source).await;
+    }
     let streams = df
         .execute_stream_partitioned()
         .await
@@ -176,6 +180,185 @@ pub async fn fingerprint(df: DataFrame, source: &Input) -> Result<Fingerprint> {
         total.merge(&part);
     }
     Ok(total)
+}
+
+/// `SELECT pbg_fingerprint(every column) FROM df`.
+async fn fingerprint_aggregate(df: DataFrame, source: &Input) -> Result<Fingerprint> {
+    use datafusion::logical_expr::AggregateUDF;
+
+    let columns: Vec<_> = df
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| crate::input::column(f.name()))
+        .collect();
+    let f = AggregateUDF::from(FingerprintFunc::new());
+    let batches = df
+        .aggregate(vec![], vec![f.call(columns).alias("fingerprint")])
+        .map_err(|e| df_error(source, e))?
+        .collect()
+        .await
+        .map_err(|e| df_error(source, e))?;
+    let mut total = Fingerprint::default();
+    for b in &batches {
+        let text = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8)
+            .map_err(|e| df_error(source, e))?;
+        let text = text.as_string::<i32>();
+        for v in text.iter().flatten() {
+            total.merge(&parse(v).map_err(|e| df_error(source, e))?);
+        }
+    }
+    Ok(total)
+}
+
+fn parse(json: &str) -> datafusion::common::Result<Fingerprint> {
+    serde_json::from_str(json).map_err(|e| {
+        datafusion::common::DataFusionError::Execution(format!(
+            "pbg_fingerprint: not a fingerprint ({e})"
+        ))
+    })
+}
+
+static FINGERPRINT_DOC: std::sync::LazyLock<datafusion::logical_expr::Documentation> =
+    std::sync::LazyLock::new(|| {
+        datafusion::logical_expr::Documentation::builder(
+            datafusion::logical_expr::DocSection {
+                include: true,
+                label: "pbg",
+                description: Some("Property based generalization"),
+            },
+            "The order-independent fingerprint of the rows, as JSON: the row count, the sum of \
+             the rows' hashes and per column the sum of its values' hashes (values by their text \
+             form, hashed with their column's name; NULL as the empty text). Two tables hold the \
+             same multiset of rows when their fingerprints are equal, whatever the row order, \
+             partitioning or file format; pbg's verifier compares a release with the input's \
+             release this way (on a cluster, where the rows are).",
+            "pbg_fingerprint(column_1, .., column_n)",
+        )
+        .with_sql_example("SELECT pbg_fingerprint(age, occupation) FROM adult;")
+        .with_argument(
+            "column_i",
+            "Columns of any type, named (the name is hashed).",
+        )
+        .build()
+    });
+
+/// `pbg_fingerprint(c1, .., cn)`: the [`Fingerprint`] of the rows as JSON. An aggregate, so that a
+/// cluster computes it where the rows are and only the fingerprint travels.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct FingerprintFunc {
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl Default for FingerprintFunc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FingerprintFunc {
+    /// The function.
+    pub fn new() -> Self {
+        FingerprintFunc {
+            signature: datafusion::logical_expr::Signature::variadic_any(
+                datafusion::logical_expr::Volatility::Immutable,
+            ),
+        }
+    }
+}
+
+impl datafusion::logical_expr::AggregateUDFImpl for FingerprintFunc {
+    fn name(&self) -> &str {
+        "pbg_fingerprint"
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(
+        &self,
+        _args: &[arrow::datatypes::DataType],
+    ) -> datafusion::common::Result<arrow::datatypes::DataType> {
+        Ok(arrow::datatypes::DataType::Utf8)
+    }
+
+    fn accumulator(
+        &self,
+        args: datafusion::logical_expr::function::AccumulatorArgs,
+    ) -> datafusion::common::Result<Box<dyn datafusion::logical_expr::Accumulator>> {
+        Ok(Box::new(FingerprintAccumulator {
+            names: args.expr_fields.iter().map(|f| f.name().clone()).collect(),
+            fingerprint: Fingerprint::default(),
+        }))
+    }
+
+    fn state_fields(
+        &self,
+        args: datafusion::logical_expr::function::StateFieldsArgs,
+    ) -> datafusion::common::Result<Vec<arrow::datatypes::FieldRef>> {
+        Ok(vec![std::sync::Arc::new(arrow::datatypes::Field::new(
+            datafusion::logical_expr::utils::format_state_name(args.name, "fingerprint"),
+            arrow::datatypes::DataType::Utf8,
+            true,
+        ))])
+    }
+
+    fn documentation(&self) -> Option<&datafusion::logical_expr::Documentation> {
+        Some(&FINGERPRINT_DOC)
+    }
+}
+
+#[derive(Debug)]
+struct FingerprintAccumulator {
+    names: Vec<String>,
+    fingerprint: Fingerprint,
+}
+
+impl datafusion::logical_expr::Accumulator for FingerprintAccumulator {
+    fn update_batch(
+        &mut self,
+        values: &[arrow::array::ArrayRef],
+    ) -> datafusion::common::Result<()> {
+        let Some(first) = values.first() else {
+            return Ok(());
+        };
+        let texts = values
+            .iter()
+            .map(text_column)
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))?;
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        self.fingerprint.add_texts(&names, &texts, first.len());
+        Ok(())
+    }
+
+    fn evaluate(&mut self) -> datafusion::common::Result<datafusion::scalar::ScalarValue> {
+        let json = serde_json::to_string(&self.fingerprint)
+            .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))?;
+        Ok(datafusion::scalar::ScalarValue::Utf8(Some(json)))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self)
+            + self.names.iter().map(|n| n.len() * 2 + 48).sum::<usize>()
+            + self.fingerprint.columns.len() * 64
+    }
+
+    fn state(&mut self) -> datafusion::common::Result<Vec<datafusion::scalar::ScalarValue>> {
+        Ok(vec![self.evaluate()?])
+    }
+
+    fn merge_batch(&mut self, states: &[arrow::array::ArrayRef]) -> datafusion::common::Result<()> {
+        let Some(state) = states.first() else {
+            return Ok(());
+        };
+        let text = arrow::compute::cast(state, &arrow::datatypes::DataType::Utf8)?;
+        for v in text.as_string::<i32>().iter().flatten() {
+            self.fingerprint.merge(&parse(v)?);
+        }
+        Ok(())
+    }
 }
 
 /// A pass-through node that fingerprints every batch flowing to the release writer, so the

@@ -14,7 +14,7 @@ mod text;
 mod udf;
 
 pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
-pub use fingerprint::{Fingerprint, FingerprintExec, fingerprint};
+pub use fingerprint::{Fingerprint, FingerprintExec, FingerprintFunc, fingerprint};
 pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use stream::write_streamed_csv;

@@ -18,7 +18,7 @@ use datafusion::logical_expr::{
 use serde::{Deserialize, Serialize};
 
 use crate::encode::text_column;
-use crate::hierarchy::{Hierarchy, generalize_with, generalized_type};
+use crate::hierarchy::{Hierarchy, HierarchyRows, generalize_with, generalized_type};
 
 /// `pbg_release_<qi>(value)`: the label of `value` at the node's level (nulls as `null_as`).
 #[derive(Debug)]
@@ -235,10 +235,8 @@ impl ScalarUDFImpl for KeepClasses {
 #[derive(Serialize, Deserialize)]
 enum Wire {
     Generalize {
-        column: String,
-        source: String,
-        leaves: Vec<String>,
-        labels: Vec<String>,
+        hierarchy: HierarchyRows,
+        level: u8,
         null_as: Option<String>,
     },
     Keep {
@@ -263,10 +261,8 @@ pub fn encode_release_udf(udf: &ScalarUDF) -> Option<Vec<u8>> {
     let inner: &dyn std::any::Any = udf.inner().as_ref();
     let wire = if let Some(g) = inner.downcast_ref::<BoundGeneralize>() {
         Wire::Generalize {
-            column: g.hierarchy.column().to_string(),
-            source: g.hierarchy.source().to_string(),
-            leaves: g.hierarchy.leaves().to_vec(),
-            labels: g.hierarchy.leaf_labels(g.level),
+            hierarchy: g.hierarchy.to_wire(),
+            level: g.level,
             null_as: g.null_as.clone(),
         }
     } else if let Some(k) = inner.downcast_ref::<KeepClasses>() {
@@ -316,15 +312,14 @@ pub fn decode_release_udf(name: &str, buf: &[u8]) -> Result<Option<ScalarUDF>> {
     })?;
     Ok(Some(match wire {
         Wire::Generalize {
-            column,
-            source,
-            leaves,
-            labels,
+            hierarchy,
+            level,
             null_as,
         } => {
-            let h = Hierarchy::from_leaf_labels(&column, &source, &leaves, &labels)
+            let h = hierarchy
+                .build()
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            BoundGeneralize::named(name.to_string(), Arc::new(h), 1, null_as)
+            BoundGeneralize::named(name.to_string(), Arc::new(h), level, null_as)
         }
         Wire::Keep { labels, suppressed } => {
             let labels: Vec<&[String]> = labels.iter().map(Vec::as_slice).collect();

@@ -10,7 +10,7 @@ use datafusion::logical_expr::{
 };
 
 use super::registry::Registry;
-use crate::hierarchy::{generalize, generalized_type};
+use crate::hierarchy::{HierarchyRows, generalize, generalized_type};
 
 static DOC: LazyLock<Documentation> =
     LazyLock::new(|| {
@@ -146,4 +146,44 @@ impl ScalarUDFImpl for GeneralizeFunc {
     fn documentation(&self) -> Option<&Documentation> {
         Some(&DOC)
     }
+}
+
+/// Marks `generalize`'s wire form.
+const WIRE_TAG: &[u8] = b"pbg-generalize/1\n";
+
+/// The bytes that carry a `generalize` function to a cluster's executors: the hierarchies its
+/// registry names (the executors have no registry of their own); `None` for other functions.
+pub fn encode_generalize_udf(udf: &datafusion::logical_expr::ScalarUDF) -> Option<Vec<u8>> {
+    let inner: &dyn std::any::Any = udf.inner().as_ref();
+    let f = inner.downcast_ref::<GeneralizeFunc>()?;
+    let named: Vec<(String, HierarchyRows)> = f
+        .registry
+        .hierarchies()
+        .into_iter()
+        .map(|(name, h)| (name, h.to_wire()))
+        .collect();
+    let mut out = WIRE_TAG.to_vec();
+    serde_json::to_writer(&mut out, &named).ok()?;
+    Some(out)
+}
+
+/// Rebuilds `generalize` from [`encode_generalize_udf`]'s bytes, over a registry holding the
+/// hierarchies it carried; `Ok(None)` when the bytes are not its.
+pub fn decode_generalize_udf(buf: &[u8]) -> Result<Option<datafusion::logical_expr::ScalarUDF>> {
+    let Some(body) = buf.strip_prefix(WIRE_TAG) else {
+        return Ok(None);
+    };
+    let named: Vec<(String, HierarchyRows)> = serde_json::from_slice(body).map_err(|e| {
+        datafusion::common::DataFusionError::Internal(format!("generalize: bad wire form: {e}"))
+    })?;
+    let registry = Registry::default();
+    for (name, rows) in named {
+        let h = rows
+            .build()
+            .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))?;
+        registry.add_hierarchy(&name, Arc::new(h));
+    }
+    Ok(Some(datafusion::logical_expr::ScalarUDF::from(
+        GeneralizeFunc::new(Arc::new(registry)),
+    )))
 }

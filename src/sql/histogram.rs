@@ -52,7 +52,9 @@ impl ProfileDistribution {
     fn load(&self, function: &str) -> Result<&Loaded> {
         let loaded = self.loaded.get_or_init(|| {
             let state = (self.session)().ok_or_else(|| {
-                format!("{function}: the session that declared the functions is gone")
+                format!(
+                    "{function}: needs the profile's whole sensitive distribution from the session that declared the profile, which this process does not have (on a cluster's executors: use pbg_evaluate(profile, node) for t-closeness, beta and delta there)"
+                )
             })?;
             let evaluator = self
                 .registry

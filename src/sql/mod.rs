@@ -43,6 +43,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
+pub use generalize::{decode_generalize_udf, encode_generalize_udf};
 pub use registry::{Registry, context_of};
 
 /// Registers every pbg function on `ctx` and returns the registry that names profiles and
@@ -63,6 +64,8 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     ctx.register_udaf(AggregateUDF::from(max_frequency::max_frequency()));
     ctx.register_udaf(AggregateUDF::from(recursive_cl::recursive_cl()));
     ctx.register_udaf(AggregateUDF::from(class_bitmap::ClassBitmapFunc::new()));
+    // The verifier's fingerprint, also on a cluster's executors.
+    ctx.register_udaf(AggregateUDF::from(crate::release::FingerprintFunc::new()));
     // The distance aggregates read profiles through the session they are called in; a weak
     // reference, so that registering them does not keep the session alive.
     let state = ctx.state_weak_ref();

@@ -75,6 +75,16 @@ impl Registry {
         }
     }
 
+    /// Every named hierarchy (what `generalize` resolves names in), sorted by name.
+    pub fn hierarchies(&self) -> Vec<(String, Arc<Hierarchy>)> {
+        let mut all: Vec<(String, Arc<Hierarchy>)> = match self.hierarchies.read() {
+            Ok(h) => h.iter().map(|(n, h)| (n.clone(), h.clone())).collect(),
+            Err(_) => Vec::new(),
+        };
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
     /// Adds a hierarchy under `name`.
     pub fn add_hierarchy(&self, name: &str, hierarchy: Arc<Hierarchy>) {
         if let Ok(mut h) = self.hierarchies.write() {

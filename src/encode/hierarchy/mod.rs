@@ -254,39 +254,41 @@ impl Hierarchy {
         &self.levels
     }
 
-    /// Each leaf with its label at level `l`, by leaf code: all that generalizing to `l` needs
-    /// (what a release function carries to a cluster's executors).
-    pub fn leaf_labels(&self, l: u8) -> Vec<String> {
-        let level = self.level(l);
-        level
-            .group_of_leaf
-            .iter()
-            .map(|&g| level.labels[g as usize].clone())
-            .collect()
-    }
-
-    /// The hierarchy whose level 1 maps `leaves[i]` to `labels[i]` (under a single top group):
-    /// generalizing to its level 1 is generalizing to the level [`Hierarchy::leaf_labels`] was
-    /// taken at.
-    pub fn from_leaf_labels(
-        column: &str,
-        source: &str,
-        leaves: &[String],
-        labels: &[String],
-    ) -> Result<Self> {
-        if leaves.len() != labels.len() {
-            return Err(PbgError::Hierarchy {
-                column: column.to_string(),
-                source_name: source.to_string(),
-                message: format!("{} leaves but {} labels", leaves.len(), labels.len()),
-            });
-        }
-        let rows: Vec<Vec<String>> = leaves
-            .iter()
-            .zip(labels)
-            .map(|(leaf, label)| vec![leaf.clone(), label.clone(), "*".to_string()])
+    /// The hierarchy in the form that rebuilds it in another process (a cluster's executors).
+    pub fn to_wire(&self) -> HierarchyRows {
+        let rows = (0..self.leaves.len())
+            .map(|leaf| {
+                self.levels
+                    .iter()
+                    .map(|level| level.labels[level.group_of_leaf[leaf] as usize].clone())
+                    .collect()
+            })
             .collect();
-        Self::from_rows(column, source, &rows, LossModel::LeafCount)
+        HierarchyRows {
+            column: self.column.clone(),
+            source: self.source.clone(),
+            rows,
+        }
+    }
+}
+
+/// A hierarchy as rows `leaf, level1, ..., top` (what [`Hierarchy::to_wire`] gives): the same
+/// leaves and labels at every level, validated again when rebuilt (losses by leaf count: what
+/// travels is for generalizing, not for measuring).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct HierarchyRows {
+    /// The QI column.
+    pub column: String,
+    /// Where it came from, for messages.
+    pub source: String,
+    /// One row per leaf.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl HierarchyRows {
+    /// Rebuilds the hierarchy.
+    pub fn build(&self) -> Result<Hierarchy> {
+        Hierarchy::from_rows(&self.column, &self.source, &self.rows, LossModel::LeafCount)
     }
 }
 
