@@ -340,31 +340,19 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
 
 #[test]
 fn a_cluster_address_where_nothing_listens_is_a_clear_error() {
-    let port = free_port();
-    let url = format!("df://127.0.0.1:{port}");
-    let out = pbg(&[
-        "evaluate",
-        ADULT,
-        "--node",
-        "0,0,0,0,0,0,0,0",
-        "--cluster",
-        &url,
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let url = format!("df://127.0.0.1:{}", free_port());
+    let stderr = |cluster: &str| {
+        let node = ["evaluate", ADULT, "--node", "0,0,0,0,0,0,0,0"];
+        let out = pbg(&[&node[..], &["--cluster", cluster]].concat());
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = stderr(&url);
     assert!(
         err.contains("no scheduler answers at") && err.contains(&url),
         "{err}"
     );
-    let out = pbg(&[
-        "evaluate",
-        ADULT,
-        "--node",
-        "0,0,0,0,0,0,0,0",
-        "--cluster",
-        "http://x:1",
-    ]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("df://HOST:PORT"));
+    assert!(stderr("http://x:1").contains("df://HOST:PORT"));
 }
 
 #[test]

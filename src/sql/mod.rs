@@ -171,23 +171,23 @@ pub fn functions(ctx: &SessionContext) -> Vec<(String, &'static str, String)> {
 /// The scalar and aggregate functions [`register`] adds (those that run on every row, and so on a
 /// cluster's executors), each bound to a fresh, empty registry.
 pub fn row_functions() -> (Vec<Arc<ScalarUDF>>, Vec<Arc<AggregateUDF>>) {
+    fn pbg_only<T>(
+        all: &std::collections::HashMap<String, Arc<T>>,
+        pbg: &std::collections::HashSet<String>,
+    ) -> Vec<Arc<T>> {
+        all.iter()
+            .filter(|(name, _)| pbg.contains(*name))
+            .map(|(_, f)| f.clone())
+            .collect()
+    }
     let ctx = SessionContext::new();
     register(&ctx);
     let pbg = registered_names();
     let state = ctx.state();
-    let scalars = state
-        .scalar_functions()
-        .iter()
-        .filter(|(name, _)| pbg.contains(*name))
-        .map(|(_, f)| f.clone())
-        .collect();
-    let aggregates = state
-        .aggregate_functions()
-        .iter()
-        .filter(|(name, _)| pbg.contains(*name))
-        .map(|(_, f)| f.clone())
-        .collect();
-    (scalars, aggregates)
+    (
+        pbg_only(state.scalar_functions(), &pbg),
+        pbg_only(state.aggregate_functions(), &pbg),
+    )
 }
 
 /// Names of the scalar and aggregate functions [`register`] adds (those a fresh session gains).
