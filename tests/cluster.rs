@@ -288,6 +288,32 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
         pbg_json(&a)
     };
     assert_eq!(eval(Some(&cluster.url)), eval(None));
+    // The lattice and the exact front from statistics read on the cluster.
+    let stdout = |command: &[&str], cluster: Option<&str>| {
+        let mut a = command.to_vec();
+        a.extend(common);
+        if let Some(c) = cluster {
+            a.extend(["--cluster", c]);
+        }
+        let out = pbg(&a);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    for command in [
+        &["lattice", "--format", "csv"][..],
+        &["search", "--objectives", "k,l,glm", "--format", "csv"],
+    ] {
+        let remote = stdout(command, Some(&cluster.url));
+        assert!(remote.len() > 100);
+        assert!(
+            remote == stdout(command, None),
+            "{command:?} differs on the cluster"
+        );
+    }
     let verify = pbg_json(&[
         "verify",
         ADULT,
