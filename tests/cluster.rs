@@ -362,6 +362,40 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
     let (remote, local) = (sql(Some(&cluster.url)), sql(None));
     assert!(remote.contains("\"l\""), "{remote}");
     assert_eq!(remote, local);
+    // A relative COPY target is the client's: the executors (started in another directory)
+    // write it there, and the guard that refuses to write over the input sees the same place.
+    let work = dir.path().join("client");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(repo("datasets/adult/adult.csv"), work.join("people.csv")).unwrap();
+    let copy = |target: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .current_dir(&work)
+            .args([
+                "sql",
+                repo(ADULT).to_str().unwrap(),
+                "--input",
+                "people.csv",
+                "--cluster",
+            ])
+            .arg(&cluster.url)
+            .arg("-c")
+            .arg(format!(
+                "COPY (SELECT * FROM pbg_anonymize('people', '2,2,2,1,1,1,1,1')) TO '{target}'"
+            ))
+            .output()
+            .unwrap()
+    };
+    let out = copy("rel/release.parquet");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(work.join("rel/release.parquet").exists());
+    let before = std::fs::read(work.join("people.csv")).unwrap();
+    let out = copy("people.csv");
+    assert!(!out.status.success(), "COPY over the input was not refused");
+    assert_eq!(std::fs::read(work.join("people.csv")).unwrap(), before);
 }
 
 #[test]
@@ -379,6 +413,30 @@ fn a_cluster_address_where_nothing_listens_is_a_clear_error() {
         "{err}"
     );
     assert!(stderr("http://x:1").contains("df://HOST:PORT"));
+    // Something listens but is no scheduler (it never answers): named, within the probe's bound.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("df://{}", silent.local_addr().unwrap());
+    let err = stderr(&url);
+    assert!(
+        err.contains("does not answer as a Ballista scheduler") && err.contains(&url),
+        "{err}"
+    );
+    // A command whose passes stay in this process refuses --cluster instead of ignoring it.
+    let out = pbg(&[
+        "slice",
+        ADULT,
+        "--l",
+        "5",
+        "--output",
+        "/tmp/never.parquet",
+        "--cluster",
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("runs in this process only"),
+        "{err}"
+    );
 }
 
 #[test]

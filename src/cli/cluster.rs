@@ -80,7 +80,7 @@ pub fn run(c: ClusterCommand) -> anyhow::Result<()> {
         ClusterCommand::Scheduler(a) => {
             cluster::logging::init(&a.log.log_level, a.log.log_file.as_deref())?;
             let bind = address("bind", &a.bind)?;
-            eprintln!("pbg cluster scheduler: listening on df://{bind}");
+            eprintln!("pbg cluster scheduler: starting on df://{bind}");
             cluster::run_scheduler(&SchedulerOptions {
                 bind,
                 executor_timeout_s: a.executor_timeout.max(1),

@@ -181,6 +181,20 @@ impl ProfileArgs {
         }
     }
 
+    /// Refuses `--cluster` for a command whose passes run only in this process (no silent local
+    /// fallback).
+    pub fn local_only(&self, command: &str) -> Result<(), PbgError> {
+        match &self.cluster {
+            Some(url) => Err(PbgError::argument(
+                "cluster",
+                format!(
+                    "`pbg {command}` runs in this process only (its row passes are not distributed); drop --cluster {url}"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The `--cluster` address, if given.
     pub fn cluster(&self) -> Option<&str> {
         self.cluster.as_deref()

@@ -42,6 +42,7 @@ pub struct SliceArgs {
 
 /// Runs `pbg slice` and prints its JSON summary.
 pub fn run(a: SliceArgs) -> anyhow::Result<()> {
+    a.profile.local_only("slice")?;
     let profile = a.profile.profile()?;
     let generalize = match &a.generalize {
         Some(text) => Some(pbg::lattice::parse_levels(text)?),

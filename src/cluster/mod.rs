@@ -111,10 +111,65 @@ pub fn connect(url: &str) -> Result<SessionContext> {
             ),
         )
     })?;
+    probe(&scheduler)?;
     let state = base_state(client_config(url));
     let ctx = input::block_on(SessionContext::remote_with_state(url, state))?
         .map_err(|e| PbgError::argument("cluster", format!("{url}: {e}")))?;
     Ok(ctx)
+}
+
+/// Asks the service at `scheduler` for a job's status: a Ballista scheduler answers (the job is
+/// unknown), anything else (an executor's port, another server) does not, within 5 s.
+fn probe(scheduler: &SchedulerUrl) -> Result<()> {
+    use ballista_core::serde::protobuf::GetJobStatusParams;
+    use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
+
+    let endpoint = format!("http://{}:{}", scheduler.host, scheduler.port);
+    let not_a_scheduler = |why: String| {
+        PbgError::argument(
+            "cluster",
+            format!(
+                "{} does not answer as a Ballista scheduler ({why}); is it the scheduler's port (`pbg cluster scheduler --bind`)?",
+                scheduler.url
+            ),
+        )
+    };
+    let answer = input::block_on(async move {
+        tokio::time::timeout(Duration::from_secs(5), async move {
+            let mut client = SchedulerGrpcClient::connect(endpoint)
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = client
+                .get_job_status(GetJobStatusParams {
+                    job_id: "pbg-probe".into(),
+                })
+                .await;
+            match status {
+                Ok(_) => Ok(()),
+                Err(s) if s.code() == tonic::Code::Unimplemented => Err(format!(
+                    "it does not know the scheduler's calls: {}",
+                    s.message()
+                )),
+                // A scheduler may refuse an unknown job: it answered.
+                Err(s) if s.code() != tonic::Code::Unavailable => Ok(()),
+                Err(s) => Err(s.to_string()),
+            }
+        })
+        .await
+    })?;
+    match answer {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(why)) => Err(not_a_scheduler(why)),
+        Err(_) => Err(not_a_scheduler("no answer within 5 s".into())),
+    }
+}
+
+/// Fails, naming the flag and the address, when `addr` cannot be bound now (so that a role does
+/// not start half-way and then stop on a port in use).
+fn check_free(flag: &str, addr: SocketAddr) -> Result<()> {
+    std::net::TcpListener::bind(addr)
+        .map(drop)
+        .map_err(|e| PbgError::argument(flag, format!("cannot listen on {addr}: {e}")))
 }
 
 /// A session on an in-process cluster (a scheduler and one executor on random local ports) that
@@ -185,6 +240,7 @@ pub fn run_scheduler(options: &SchedulerOptions) -> Result<()> {
     config.override_session_builder = Some(Arc::new(scheduler_session));
     config.override_config_producer = Some(Arc::new(role_config));
     let bind = options.bind;
+    check_free("bind", bind)?;
     let fail = |e: ballista_core::error::BallistaError| {
         PbgError::argument("cluster scheduler", format!("{bind}: {e}"))
     };
@@ -221,6 +277,11 @@ pub fn run_executor(options: &ExecutorOptions) -> Result<()> {
         register_functions(&ctx);
         BallistaFunctionRegistry::from(&ctx.state())
     };
+    check_free("bind", options.bind)?;
+    check_free(
+        "grpc-port",
+        SocketAddr::new(options.bind.ip(), options.grpc_port),
+    )?;
     if let Some(dir) = &options.work_dir {
         std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
     }

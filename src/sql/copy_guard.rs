@@ -3,6 +3,8 @@
 //! matches — so that `COPY (SELECT * FROM pbg_anonymize('p', ..)) TO '<the input>'` cannot
 //! replace the input with its release. Only local listing tables are compared. Nor may it write
 //! over a declared profile's files: its input, its TOML file, its QI and sensitive hierarchies.
+//! A relative target is made absolute here, so that a cluster's executors (whose working
+//! directory differs) write where the guard looked.
 
 use std::path::PathBuf;
 
@@ -50,23 +52,42 @@ fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// A relative local `COPY` target made absolute against this process's directory (a trailing `/`,
+/// which asks for a directory, kept): whoever writes it — this process or a cluster's executor,
+/// whose directory differs — writes the place the guard checked.
+fn absolute_target(output: &str) -> Result<String> {
+    if output.contains("://") || PathBuf::from(output).is_absolute() {
+        return Ok(output.to_string());
+    }
+    let mut absolute = std::path::absolute(output)
+        .map_err(|e| DataFusionError::Plan(format!("COPY: {output}: {e}")))?
+        .to_string_lossy()
+        .into_owned();
+    if output.ends_with('/') && !absolute.ends_with('/') {
+        absolute.push('/');
+    }
+    Ok(absolute)
+}
+
 impl AnalyzerRule for CopyGuard {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let target = match &plan {
-            LogicalPlan::Copy(copy) => Some((copy.output_url.clone(), copy.input.as_ref())),
-            _ => None,
+        let LogicalPlan::Copy(mut copy) = plan else {
+            return Ok(plan);
         };
-        if let Some((output, input)) = target {
-            let output = PathBuf::from(output.strip_prefix("file://").unwrap_or(&output));
-            let refuse = |e: crate::PbgError| DataFusionError::Plan(format!("COPY: {e}"));
-            for source in scanned_paths(input)? {
-                crate::io::refuse_overwrite(&output, &Input::Path(source)).map_err(refuse)?;
-            }
-            for profile in self.registry.profiles()? {
-                profile.protect(&output).map_err(refuse)?;
-            }
+        copy.output_url = absolute_target(&copy.output_url)?;
+        let output = PathBuf::from(
+            copy.output_url
+                .strip_prefix("file://")
+                .unwrap_or(&copy.output_url),
+        );
+        let refuse = |e: crate::PbgError| DataFusionError::Plan(format!("COPY: {e}"));
+        for source in scanned_paths(&copy.input)? {
+            crate::io::refuse_overwrite(&output, &Input::Path(source)).map_err(refuse)?;
         }
-        Ok(plan)
+        for profile in self.registry.profiles()? {
+            profile.protect(&output).map_err(refuse)?;
+        }
+        Ok(LogicalPlan::Copy(copy))
     }
 
     fn name(&self) -> &str {
