@@ -18,6 +18,23 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    if networked {
+        // With SIGPIPE ignored, printing to a closed pipe (`pbg sql --cluster .. | head`) panics
+        // in println!: end quietly as the signal would, with its status.
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let text = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if text.contains("failed printing to stdout") && text.contains("Broken pipe") {
+                std::process::exit(141);
+            }
+            default(info);
+        }));
+    }
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -39,6 +56,10 @@ fn main() -> ExitCode {
                     message.push_str(": ");
                     message.push_str(&text);
                 }
+            }
+            // Output to a closed pipe, with SIGPIPE ignored: end as the signal would.
+            if networked && message.contains("Broken pipe (os error 32)") {
+                return ExitCode::from(141);
             }
             eprintln!("pbg: error: {message}");
             ExitCode::FAILURE

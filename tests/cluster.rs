@@ -288,6 +288,38 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
         pbg_json(&a)
     };
     assert_eq!(eval(Some(&cluster.url)), eval(None));
+    // A reader that stops early (`| head`) ends a cluster client quietly, as SIGPIPE would.
+    {
+        use std::io::Read;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "lattice",
+                ADULT,
+                "--format",
+                "csv",
+                "--cluster",
+                &cluster.url,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(141),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // The lattice and the exact front from statistics read on the cluster.
     let stdout = |command: &[&str], cluster: Option<&str>| {
         let mut a = command.to_vec();
