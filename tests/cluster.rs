@@ -94,6 +94,39 @@ fn an_in_process_cluster_gives_the_local_statistics_and_release() {
     let csv = pbg::release::anonymize_in(&ctx, &profile, &choose, &c, &|_| {}).unwrap();
     assert_eq!(csv.input_reads, 2);
     assert_eq!(csv.rows_released, local.rows_released);
+    // The verifier's reads on the cluster catch a tampered release: a row dropped, a row doubled.
+    let text = std::fs::read_to_string(&c).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let ev = Evaluator::new(Arc::new(
+        block_on(pbg::statistics::statistics_in(&ctx, &profile))
+            .unwrap()
+            .unwrap(),
+    ))
+    .unwrap();
+    let ok = block_on(pbg::release::verify_release(
+        &ctx,
+        &ev,
+        &c,
+        Some(&node),
+        None,
+    ))
+    .unwrap();
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    for tampered in [
+        [&lines[..2], &lines[3..]].concat(),
+        [&lines[..], &lines[5..6]].concat(),
+    ] {
+        std::fs::write(&c, tampered.join("\n") + "\n").unwrap();
+        let out = block_on(pbg::release::verify_release(
+            &ctx,
+            &ev,
+            &c,
+            Some(&node),
+            None,
+        ))
+        .unwrap();
+        assert!(out.is_err(), "a tampered release verified on the cluster");
+    }
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released).

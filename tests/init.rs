@@ -8,7 +8,7 @@ use crate::common::{pbg, pbg_json};
 fn init_drafts_a_profile_that_runs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("draft");
-    let d = pbg_json(&[
+    let init = [
         "init",
         "--input",
         "datasets/adult/adult.csv",
@@ -18,7 +18,8 @@ fn init_drafts_a_profile_that_runs() {
         "occupation",
         "--output",
         out.to_str().unwrap(),
-    ]);
+    ];
+    let d = pbg_json(&init);
     assert_eq!(d["rows"], 30162);
     assert_eq!(d["sensitive_guessed"], false);
     let qis = d["qis"].as_array().unwrap();
@@ -46,17 +47,7 @@ fn init_drafts_a_profile_that_runs() {
     assert_eq!(r["verified"], true);
     assert!(r["indices"]["k"].as_u64().unwrap() >= 5);
     // A second init into the same directory never overwrites the (maybe edited) profile.
-    let o = pbg(&[
-        "init",
-        "--input",
-        "datasets/adult/adult.csv",
-        "--delimiter",
-        ";",
-        "--sensitive",
-        "occupation",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = pbg(&init);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && err.contains("already there"),
