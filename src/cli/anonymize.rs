@@ -6,8 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use pbg::policy::{Policy, PolicyText, pick};
-use pbg::release::anonymize_in;
+use pbg::release::Job;
 
 use super::profile_args::ProfileArgs;
 
@@ -64,44 +63,6 @@ pub struct AnonymizeArgs {
     report: Option<PathBuf>,
 }
 
-/// The suppression rule of a run: `--suppression-rule`, by default `requirements` when there are
-/// requirements and `dbsec` otherwise; the requirement rule's k is the required one.
-pub fn suppression_rule(
-    flag: Option<&str>,
-    require: Option<&str>,
-) -> anyhow::Result<pbg::suppression::SuppressionRule> {
-    use pbg::suppression::SuppressionRule;
-    let requirements = match require {
-        Some(r) => pbg::policy::Requirement::parse_list(r)?,
-        None => Vec::new(),
-    };
-    let k = requirements
-        .iter()
-        // Lower bounds on k decide what to suppress; an upper bound does not.
-        .filter(|r| {
-            r.measure == pbg::policy::Measure::K
-                && matches!(
-                    r.op,
-                    pbg::policy::Op::Ge | pbg::policy::Op::Gt | pbg::policy::Op::Eq
-                )
-        })
-        .map(|r| match r.op {
-            pbg::policy::Op::Gt => r.value.floor() as u64 + 1,
-            _ => r.value.ceil().max(1.0) as u64,
-        })
-        .max()
-        .unwrap_or(1);
-    match flag {
-        Some("dbsec") => Ok(SuppressionRule::Dbsec),
-        Some("requirements") => Ok(SuppressionRule::Requirements { k }),
-        Some(other) => {
-            anyhow::bail!("--suppression-rule: unknown rule `{other}` (use requirements or dbsec)")
-        }
-        None if require.is_some() => Ok(SuppressionRule::Requirements { k }),
-        None => Ok(SuppressionRule::Dbsec),
-    }
-}
-
 /// Runs `pbg anonymize` and prints its JSON report.
 pub fn run(a: AnonymizeArgs) -> anyhow::Result<()> {
     run_mode(a, true)
@@ -117,34 +78,21 @@ pub fn run_report(mut a: AnonymizeArgs) -> anyhow::Result<()> {
 }
 
 fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
+    let job = Job {
+        node: a.node.clone(),
+        pick: a.pick.clone(),
+        require: a.policy.require.clone(),
+        minimize: a.minimize.clone(),
+        maximize: a.maximize.clone(),
+        objectives: a.objectives.clone(),
+        significance: a.significance.clone(),
+        goal: a.goal.clone(),
+        weights: a.weights.clone(),
+        suppression_rule: a.suppression_rule.clone(),
+    };
     let mut profile = a.profile.profile()?;
-    profile.suppression_rule =
-        suppression_rule(a.suppression_rule.as_deref(), a.policy.require.as_deref())?;
-    if a.node.is_none() && a.pick.is_none() {
-        anyhow::bail!("give --node L1,L2,... or --pick (with --require ... and a rule)");
-    }
-    let policy = match &a.pick {
-        Some(rule) => Some(Policy::parse(
-            &PolicyText {
-                comparator: Some(rule.clone()),
-                require: a.policy.require.clone(),
-                minimize: a.minimize.clone(),
-                maximize: a.maximize.clone(),
-                objectives: a.objectives.clone(),
-                significance: a.significance.clone(),
-                goal: a.goal.clone(),
-                weights: a.weights.clone(),
-            },
-            pbg::indices::Present::of_profile(&profile),
-        )?),
-        None => None,
-    };
-    let picked = std::sync::Mutex::new(None);
-    let node_text = a.node.clone();
-    let require = match (&policy, &a.policy.require) {
-        (None, Some(r)) => pbg::policy::Requirement::parse_list(r)?,
-        _ => Vec::new(),
-    };
+    job.apply_rule(&mut profile)?;
+    job.policy(&profile)?;
     if let Some(r) = &a.report {
         profile.protect_as(r, if release { "report" } else { "output" })?;
         if release && r == &a.output {
@@ -153,83 +101,27 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
     }
     let facts = std::sync::Mutex::new(None);
     let stages = super::progress::Stages::new("anonymize");
-    let choose_node = |ev: &pbg::Evaluator| match (&policy, &node_text) {
-        (Some(p), _) => {
-            let chosen = pick(ev, p)?;
-            let node = chosen.node.clone();
-            *picked.lock().unwrap_or_else(|e| e.into_inner()) = Some(chosen);
-            Ok(node)
-        }
-        (None, Some(text)) => {
-            let node = ev.parse_node(text)?;
-            // With an explicit node, --require is checked before anything is written.
-            let present = pbg::indices::Present::of(ev.dataset());
-            for r in &require {
-                r.measure.check_defined(present)?;
-            }
-            let ix = ev.evaluate(&node)?;
-            for r in &require {
-                if !r.holds(r.measure.of(&ix)) {
-                    return Err(pbg::PbgError::argument(
-                        "--require",
-                        format!(
-                            "node {text} does not meet {} ({} = {})",
-                            r.text(),
-                            r.measure.name(),
-                            r.measure.of(&ix)
-                        ),
-                    ));
-                }
-            }
-            Ok(node)
-        }
-        (None, None) => Err(pbg::PbgError::argument(
-            "--node",
-            "give --node L1,L2,... or --pick".to_string(),
-        )),
-    };
-    let gather = |ev: &pbg::Evaluator| {
-        let node = choose_node(ev)?;
+    // What the page needs from the engine, while it holds the statistics.
+    let gather = |ev: &pbg::Evaluator, node: &pbg::Node| {
         if a.report.is_some() {
-            // What the page needs from the engine, while it holds the statistics.
             *facts.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some(super::report::facts(ev, &node)?);
+                Some(super::report::facts(ev, node)?);
         }
-        Ok(node)
+        Ok(())
     };
-    let (indices, mut report) = if release {
+    let mut report = if release {
         let ctx = a.profile.session()?;
-        let summary = anonymize_in(&ctx, &profile, &gather, &a.output, &|name| {
+        job.run(&ctx, &profile, &a.output, &gather, &|name| {
             stages.stage(name)
-        })?;
-        (summary.indices.clone(), serde_json::to_value(&summary)?)
+        })?
     } else {
         // The page alone: the node chosen on the statistics, nothing written but the page.
         stages.stage("pass 1: class statistics");
         let ev = pbg::Evaluator::new(std::sync::Arc::new(a.profile.statistics()?))?;
         stages.stage("choosing the node");
-        let node = gather(&ev)?;
-        let ix = ev.evaluate(&node)?;
-        let rows = ev.dataset().num_tuples();
-        let report = serde_json::json!({
-            "output": null,
-            "node": node,
-            "rows_in": rows,
-            "rows_released": rows - ix.suppressed,
-            "suppressed": ix.suppressed,
-            "threshold": ix.threshold,
-            "verified": false,
-        });
-        (ix, report)
+        job.dry_run(&ev, &profile, &gather)?
     };
     drop(stages);
-    // Every index, as `evaluate` prints them (computed ones such as risk_prosecutor included).
-    let present = pbg::indices::Present::of_profile(&profile);
-    report["indices"] = serde_json::Value::Object(super::output::index_fields(&indices, present));
-    report["suppression_rule"] = serde_json::Value::String(profile.suppression_rule.describe());
-    if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        report["pick"] = serde_json::to_value(p)?;
-    }
     if let (Some(path), Some(facts)) = (
         &a.report,
         facts.into_inner().unwrap_or_else(|e| e.into_inner()),
@@ -238,7 +130,7 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             Some(r) => pbg::policy::Requirement::parse_list(r)?
                 .iter()
                 .map(|r| {
-                    let v = r.measure.of(&indices);
+                    let v = r.measure.of(&facts.indices);
                     (r.text(), v, r.holds(v))
                 })
                 .collect(),

@@ -3,8 +3,9 @@
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use super::output::{indices_json, key_value_table};
+use super::output::key_value_table;
 use super::profile_args::ProfileArgs;
+use pbg::evaluate::json::node_json;
 
 /// Output formats of `evaluate`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -43,7 +44,7 @@ pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     let present = pbg::indices::Present::of(ev.dataset());
     let mut m = if a.vectors {
         let (ix, v) = ev.property_vectors(&node)?;
-        let mut m = indices_json(&ix, ev.lattice(), present);
+        let mut m = node_json(&ix, ev.lattice(), present);
         m.insert("p_equiv".into(), json!(v.p_equiv));
         m.insert("p_sens".into(), json!(v.p_sens));
         m.insert("p_glm".into(), json!(v.p_glm));
@@ -53,7 +54,7 @@ pub fn run(a: EvaluateArgs) -> anyhow::Result<()> {
         }
         m
     } else {
-        indices_json(&ev.evaluate(&node)?, ev.lattice(), present)
+        node_json(&ev.evaluate(&node)?, ev.lattice(), present)
     };
     m.insert("qis".into(), json!(ev.qi_names()));
     match a.format {

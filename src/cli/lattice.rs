@@ -6,9 +6,9 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 use pbg::io::{AtomicFile, OutputFormat, write_batches};
 
-use super::output::indices_json;
 use super::profile_args::ProfileArgs;
 use super::progress::progress_bar;
+use pbg::evaluate::json::node_json;
 
 /// Output formats of `lattice`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -48,7 +48,7 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
             let present = pbg::indices::Present::of(ev.dataset());
             let rows: Vec<serde_json::Value> = all
                 .iter()
-                .map(|x| serde_json::Value::Object(indices_json(x, ev.lattice(), present)))
+                .map(|x| serde_json::Value::Object(node_json(x, ev.lattice(), present)))
                 .collect();
             let text = serde_json::to_string(&rows)?;
             match &a.out {

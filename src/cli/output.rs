@@ -1,33 +1,6 @@
 //! Rendering of node indices as JSON objects and key/value tables.
 
-use pbg::NodeIndices;
-use pbg::indices::Present;
-use pbg::lattice::Lattice;
-use serde_json::{Map, Value, json};
-
-/// The `evaluate` fields of a node: `node`, `lattice_size`, then [`index_fields`].
-pub fn indices_json(ix: &NodeIndices, lattice: &Lattice, present: Present) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("node".into(), json!(ix.node));
-    m.insert("lattice_size".into(), size_json(lattice));
-    m.extend(index_fields(ix, present));
-    m
-}
-
-/// Every index of [`pbg::indices::INDICES`] in order (the optional ones only where the dataset
-/// defines them; counts as integers).
-pub fn index_fields(ix: &NodeIndices, present: Present) -> Map<String, Value> {
-    use pbg::indices::{INDICES, Kind};
-    let mut m = Map::new();
-    for info in INDICES.iter().filter(|i| present.has(i.kind)) {
-        let v = match info.kind {
-            Kind::Count => json!((info.value)(ix) as u64),
-            Kind::Real | Kind::ClassReal | Kind::HierarchyReal => json!((info.value)(ix)),
-        };
-        m.insert(info.name.into(), v);
-    }
-    m
-}
+use serde_json::{Map, Value};
 
 /// An aligned text table: a header row, then the rows; each column as wide as its widest cell,
 /// numbers right-aligned, text left-aligned.
@@ -82,13 +55,4 @@ pub fn key_value_table(m: &Map<String, Value>) -> String {
         out.push_str(&format!("{k:<width$}  {text}\n"));
     }
     out
-}
-
-/// A lattice size as a JSON number, or as a decimal string beyond 2^64 − 1 (JSON numbers that
-/// large are not exact in most readers).
-pub fn size_json(lattice: &Lattice) -> Value {
-    match u64::try_from(lattice.size_exact()) {
-        Ok(n) if (n as u128) < u128::MAX => json!(n),
-        _ => Value::String(lattice.size_decimal()),
-    }
 }

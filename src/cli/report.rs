@@ -23,6 +23,8 @@ pub struct ReportFacts {
     pub front: Result<Vec<(Vec<u8>, f64, f64)>, String>,
     /// Lattice nodes.
     pub lattice_size: u128,
+    /// The node's indices.
+    pub indices: pbg::NodeIndices,
 }
 
 /// Lattices up to this size get their {k, GLM} front computed for the page.
@@ -42,7 +44,8 @@ pub fn facts(ev: &Evaluator, node: &[u8]) -> pbg::error::Result<ReportFacts> {
         })
         .collect();
     let tables = ev.tables(node)?;
-    let threshold = ev.evaluate(node)?.threshold;
+    let indices = ev.evaluate(node)?;
+    let threshold = indices.threshold;
     let mut sizes: Vec<(u64, u64, u64, u64)> = Vec::new();
     let mut suppressed = (0, 0);
     for class in tables.sens.classes() {
@@ -85,6 +88,7 @@ pub fn facts(ev: &Evaluator, node: &[u8]) -> pbg::error::Result<ReportFacts> {
         suppressed,
         front,
         lattice_size,
+        indices,
     })
 }
 

@@ -110,7 +110,7 @@ pub fn result_json(r: &SearchResult, lattice: &pbg::lattice::Lattice) -> Value {
     json!({
         "algorithm": r.algorithm,
         "objectives": r.objectives.iter().map(Objective::name).collect::<Vec<_>>(),
-        "lattice_size": super::output::size_json(lattice),
+        "lattice_size": pbg::evaluate::json::size_json(lattice),
         "evaluations": r.evaluations,
         "front": front,
     })

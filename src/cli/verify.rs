@@ -53,14 +53,14 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     // The rule the release was made with: the one given, else the requirement rule (when there
     // are requirements) and then the DBSEC rule — the release must be exactly one of them.
     let rules = match a.suppression_rule.as_deref() {
-        Some(flag) => vec![super::anonymize::suppression_rule(
+        Some(flag) => vec![pbg::release::suppression_rule(
             Some(flag),
             a.policy.require.as_deref(),
         )?],
         None => {
             let mut rules = Vec::new();
             if a.policy.require.is_some() {
-                rules.push(super::anonymize::suppression_rule(
+                rules.push(pbg::release::suppression_rule(
                     Some("requirements"),
                     a.policy.require.as_deref(),
                 )?);

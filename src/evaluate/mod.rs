@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::lattice::{Lattice, Node};
 
 mod index_pass;
+pub mod json;
 pub mod lattice;
 mod sweep;
 mod tables;

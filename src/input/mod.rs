@@ -35,7 +35,7 @@ pub mod text;
 
 pub use files::FileKind;
 use files::{check_files, kind_of};
-pub use runtime::block_on;
+pub use runtime::{block_on, runtime_handle};
 
 /// Where a profile's rows come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -44,3 +44,15 @@ where
         }
     })
 }
+
+/// A handle to pbg's runtime, for code that crosses into pbg from another runtime (the Python
+/// module hands it to datafusion-ffi, which enters it while polling pbg's streams).
+pub fn runtime_handle() -> Result<tokio::runtime::Handle> {
+    RUNTIME
+        .as_ref()
+        .map(|r| r.handle().clone())
+        .map_err(|e| PbgError::Format {
+            path: PathBuf::from("tokio runtime"),
+            message: e.clone(),
+        })
+}

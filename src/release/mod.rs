@@ -7,6 +7,7 @@
 
 mod check;
 mod fingerprint;
+mod job;
 mod kept;
 mod plan;
 mod stream;
@@ -15,6 +16,7 @@ mod udf;
 
 pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
 pub use fingerprint::{Fingerprint, FingerprintExec, FingerprintFunc, fingerprint};
+pub use job::{Job, suppression_rule};
 pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use stream::write_streamed_csv;

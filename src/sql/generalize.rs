@@ -115,18 +115,18 @@ impl ScalarUDFImpl for GeneralizeFunc {
         let rows = args.number_rows;
         let [value, hierarchy, level] =
             datafusion::common::utils::take_function_args(self.name(), args.args)?;
-        let name = match &hierarchy {
-            ColumnarValue::Scalar(s) if !s.is_null() => s.to_string(),
-            ColumnarValue::Scalar(_) => {
+        let name = match super::table::constant(&hierarchy)? {
+            Some(s) if !s.is_null() => s.to_string(),
+            Some(_) => {
                 return exec_err!("generalize: the hierarchy name must not be NULL");
             }
-            ColumnarValue::Array(_) => {
+            None => {
                 return exec_err!("generalize: the hierarchy name must be a constant");
             }
         };
-        let level = match &level {
-            ColumnarValue::Scalar(s) => level_of(s)?,
-            ColumnarValue::Array(_) => {
+        let level = match super::table::constant(&level)? {
+            Some(s) => level_of(&s)?,
+            None => {
                 return exec_err!("generalize: the level must be a constant");
             }
         };

@@ -33,7 +33,7 @@ pub(super) enum Finish {
 pub(super) struct ProfileDistribution {
     name: String,
     registry: Arc<crate::sql::Registry>,
-    session: Arc<dyn Fn() -> Option<datafusion::execution::context::SessionState> + Send + Sync>,
+    session: crate::sql::SessionSource,
     loaded: std::sync::OnceLock<std::result::Result<Loaded, String>>,
 }
 
@@ -90,8 +90,7 @@ pub(super) struct HistogramSpec {
 #[derive(Clone)]
 pub(super) struct Profiles {
     pub registry: Arc<crate::sql::Registry>,
-    pub session:
-        Arc<dyn Fn() -> Option<datafusion::execution::context::SessionState> + Send + Sync>,
+    pub session: crate::sql::SessionSource,
 }
 
 impl std::fmt::Debug for Profiles {
@@ -153,8 +152,26 @@ impl HistogramAggregate {
 /// The profile named by a distance aggregate's second argument (a string constant).
 fn profile_name(function: &str, args: &AccumulatorArgs) -> Result<String> {
     use datafusion::physical_expr::expressions::Literal;
-    let lit = args.exprs.get(1).and_then(|e| e.downcast_ref::<Literal>());
-    match lit.map(|l| l.value()) {
+    let value = match args.exprs.get(1) {
+        Some(e) => match e.downcast_ref::<Literal>() {
+            Some(l) => Some(l.value().clone()),
+            // An expression from across datafusion-ffi: a constant evaluates without columns.
+            None => {
+                let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(1));
+                let batch = arrow::array::RecordBatch::try_new_with_options(
+                    Arc::new(arrow::datatypes::Schema::empty()),
+                    vec![],
+                    &options,
+                )?;
+                match e.evaluate(&batch) {
+                    Ok(v) => super::table::constant(&v)?,
+                    Err(_) => None,
+                }
+            }
+        },
+        None => None,
+    };
+    match value.as_ref() {
         Some(
             ScalarValue::Utf8(Some(s))
             | ScalarValue::LargeUtf8(Some(s))

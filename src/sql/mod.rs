@@ -34,44 +34,56 @@ mod pbg_search;
 mod pbg_slice;
 mod pbg_vectors;
 mod pbg_verify;
+mod planned_view;
 mod recursive_cl;
 mod registry;
 mod table;
 
 use std::sync::Arc;
 
+use datafusion::catalog::TableFunctionImpl;
+use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 pub use generalize::{decode_generalize_udf, encode_generalize_udf};
-pub use registry::{Registry, context_of};
+pub use registry::{Registry, context_of, is_foreign};
 
-/// Registers every pbg function on `ctx` and returns the registry that names profiles and
-/// hierarchies for them (add profiles to it before querying).
-pub fn register(ctx: &SessionContext) -> Arc<Registry> {
-    let registry = Arc::new(Registry::default());
-    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard {
-        registry: registry.clone(),
-    }));
-    ctx.register_udf(ScalarUDF::from(generalize::GeneralizeFunc::new(
-        registry.clone(),
-    )));
-    ctx.register_udf(ScalarUDF::from(
-        bitmap_cardinality::BitmapCardinalityFunc::new(),
-    ));
-    ctx.register_udf(ScalarUDF::from(bitmap_contains::BitmapContainsFunc::new()));
-    ctx.register_udaf(AggregateUDF::from(entropy_l::entropy_l()));
-    ctx.register_udaf(AggregateUDF::from(max_frequency::max_frequency()));
-    ctx.register_udaf(AggregateUDF::from(recursive_cl::recursive_cl()));
-    ctx.register_udaf(AggregateUDF::from(class_bitmap::ClassBitmapFunc::new()));
-    // The verifier's fingerprint, also on a cluster's executors.
-    ctx.register_udaf(AggregateUDF::from(crate::release::FingerprintFunc::new()));
-    // The distance aggregates read profiles through the session they are called in; a weak
-    // reference, so that registering them does not keep the session alive.
-    let state = ctx.state_weak_ref();
+/// Where the distance aggregates find the session that declared a profile (to read its whole
+/// sensitive distribution): `None` when there is none in this process.
+pub type SessionSource = Arc<dyn Fn() -> Option<SessionState> + Send + Sync>;
+
+/// Every pbg function, bound to one registry: what [`register`] adds to a session, and what the
+/// Python module exports to a datafusion-python session through datafusion-ffi.
+pub struct Functions {
+    /// The registry that names profiles and hierarchies for them.
+    pub registry: Arc<Registry>,
+    /// The scalar functions.
+    pub scalar: Vec<ScalarUDF>,
+    /// The aggregate functions.
+    pub aggregate: Vec<AggregateUDF>,
+    /// The table functions, by SQL name.
+    pub table: Vec<(&'static str, Arc<dyn TableFunctionImpl>)>,
+}
+
+/// Every pbg function over `registry`; the distance aggregates read profiles through `session`.
+pub fn functions_with(registry: Arc<Registry>, session: SessionSource) -> Functions {
+    let scalar = vec![
+        ScalarUDF::from(generalize::GeneralizeFunc::new(registry.clone())),
+        ScalarUDF::from(bitmap_cardinality::BitmapCardinalityFunc::new()),
+        ScalarUDF::from(bitmap_contains::BitmapContainsFunc::new()),
+    ];
+    let mut aggregate = vec![
+        AggregateUDF::from(entropy_l::entropy_l()),
+        AggregateUDF::from(max_frequency::max_frequency()),
+        AggregateUDF::from(recursive_cl::recursive_cl()),
+        AggregateUDF::from(class_bitmap::ClassBitmapFunc::new()),
+        // The verifier's fingerprint, also on a cluster's executors.
+        AggregateUDF::from(crate::release::FingerprintFunc::new()),
+    ];
     let profiles = histogram::Profiles {
         registry: registry.clone(),
-        session: Arc::new(move || state.upgrade().map(|s| s.read().clone())),
+        session,
     };
     for f in [
         emd_equal::emd_equal,
@@ -80,48 +92,71 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
         beta_likeness::beta_likeness,
         delta_disclosure::delta_disclosure,
     ] {
-        ctx.register_udaf(AggregateUDF::from(f(profiles.clone())));
+        aggregate.push(AggregateUDF::from(f(profiles.clone())));
     }
-    ctx.register_udtf(
-        "pbg_evaluate",
-        Arc::new(pbg_evaluate::PbgEvaluateFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_lattice",
-        Arc::new(pbg_lattice::PbgLatticeFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_search",
-        Arc::new(pbg_search::PbgSearchFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_vectors",
-        Arc::new(pbg_vectors::PbgVectorsFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_profile",
-        Arc::new(pbg_profile::PbgProfileFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_verify",
-        Arc::new(pbg_verify::PbgVerifyFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_anonymize",
-        Arc::new(pbg_anonymize::PbgAnonymizeFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_compare",
-        Arc::new(pbg_compare::PbgCompareFunc::new(registry.clone())),
-    );
-    ctx.register_udtf(
-        "pbg_correlation",
-        Arc::new(pbg_correlation::PbgCorrelationFunc),
-    );
-    ctx.register_udtf(
-        "pbg_slice",
-        Arc::new(pbg_slice::PbgSliceFunc::new(registry.clone())),
-    );
+    let r = || registry.clone();
+    let table: Vec<(&'static str, Arc<dyn TableFunctionImpl>)> = vec![
+        (
+            "pbg_evaluate",
+            Arc::new(pbg_evaluate::PbgEvaluateFunc::new(r())),
+        ),
+        (
+            "pbg_lattice",
+            Arc::new(pbg_lattice::PbgLatticeFunc::new(r())),
+        ),
+        ("pbg_search", Arc::new(pbg_search::PbgSearchFunc::new(r()))),
+        (
+            "pbg_vectors",
+            Arc::new(pbg_vectors::PbgVectorsFunc::new(r())),
+        ),
+        (
+            "pbg_profile",
+            Arc::new(pbg_profile::PbgProfileFunc::new(r())),
+        ),
+        ("pbg_verify", Arc::new(pbg_verify::PbgVerifyFunc::new(r()))),
+        (
+            "pbg_anonymize",
+            Arc::new(pbg_anonymize::PbgAnonymizeFunc::new(r())),
+        ),
+        (
+            "pbg_compare",
+            Arc::new(pbg_compare::PbgCompareFunc::new(r())),
+        ),
+        (
+            "pbg_correlation",
+            Arc::new(pbg_correlation::PbgCorrelationFunc),
+        ),
+        ("pbg_slice", Arc::new(pbg_slice::PbgSliceFunc::new(r()))),
+    ];
+    Functions {
+        registry,
+        scalar,
+        aggregate,
+        table,
+    }
+}
+
+/// Registers every pbg function on `ctx` and returns the registry that names profiles and
+/// hierarchies for them (add profiles to it before querying).
+pub fn register(ctx: &SessionContext) -> Arc<Registry> {
+    let registry = Arc::new(Registry::default());
+    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard {
+        registry: registry.clone(),
+    }));
+    // The distance aggregates read profiles through the session they are called in; a weak
+    // reference, so that registering them does not keep the session alive.
+    let state = ctx.state_weak_ref();
+    let session: SessionSource = Arc::new(move || state.upgrade().map(|s| s.read().clone()));
+    let all = functions_with(registry.clone(), session);
+    for f in all.scalar {
+        ctx.register_udf(f);
+    }
+    for f in all.aggregate {
+        ctx.register_udaf(f);
+    }
+    for (name, f) in all.table {
+        ctx.register_udtf(name, f);
+    }
     registry
 }
 

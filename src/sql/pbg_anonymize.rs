@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
-use datafusion::datasource::ViewTable;
 
 use super::registry::{Registry, context_of};
 use super::table::{arity, plan, string_arg};
@@ -87,6 +86,10 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
             .map_err(|e| plan(NAME, e))?;
         same_columns(&ev, &df).map_err(|e| plan(NAME, e))?;
         let view = release_plan(df, &ev, &node).map_err(|e| plan(NAME, e))?;
-        Ok(Arc::new(ViewTable::new(view, None)))
+        Ok(super::planned_view::view_for(
+            args.session(),
+            ctx.state(),
+            view,
+        ))
     }
 }

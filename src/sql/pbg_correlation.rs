@@ -20,7 +20,6 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
-use datafusion::execution::session_state::SessionState;
 
 use super::table::{Producer, arity, emit_sliced, exec, lazy_table, string_arg};
 use crate::io::Table;
@@ -49,10 +48,10 @@ impl TableFunctionImpl for PbgCorrelationFunc {
         } else {
             Vec::new()
         };
-        let Some(state) = args.session().as_any().downcast_ref::<SessionState>() else {
-            return plan_err!("{NAME}: needs a DataFusion SessionState");
-        };
-        let state = state.clone();
+        if super::registry::is_foreign(args.session()) {
+            return Err(super::registry::foreign_tables_hint(NAME, &name));
+        }
+        let state = super::registry::context_of(NAME, args.session())?.state();
         let schema_provider = state.schema_for_ref(name.as_str())?;
         let table_name = name.rsplit('.').next().unwrap_or(&name).to_string();
         // Registered tables are looked up without I/O, so waiting here does not block a runtime.

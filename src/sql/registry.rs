@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, plan_err};
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionState;
 use datafusion::prelude::SessionContext;
 
@@ -23,14 +24,39 @@ use crate::profile::Profile;
 pub struct Registry {
     profiles: RwLock<HashMap<String, Profile>>,
     hierarchies: RwLock<HashMap<String, Arc<Hierarchy>>>,
+    /// The last session from another library (datafusion-python) a pbg function was called in:
+    /// where the distance aggregates, which get no session, read profiles there.
+    foreign: RwLock<Option<SessionState>>,
 }
 
 /// The context of the session a function is called in (its catalogs, configuration and runtime).
-pub fn context_of(function: &str, session: &dyn Session) -> Result<SessionContext> {
-    match session.as_any().downcast_ref::<SessionState>() {
-        Some(state) => Ok(SessionContext::new_with_state(state.clone())),
-        None => plan_err!("{function}: needs a DataFusion SessionState to read its input"),
+///
+/// A session from another library (datafusion-python, through datafusion-ffi) is not a
+/// `SessionState`: pbg then plans in a session of its own with the caller's settings, over paths
+/// only. Reading the caller's tables would mean polling its streams on pbg's runtime, and
+/// datafusion-ffi makes the other library enter runtime handles it got from pbg as raw memory —
+/// which crashed the interpreter in testing (see [`foreign_tables_hint`]).
+pub fn context_of(_function: &str, session: &dyn Session) -> Result<SessionContext> {
+    if let Some(state) = session.as_any().downcast_ref::<SessionState>() {
+        return Ok(SessionContext::new_with_state(state.clone()));
     }
+    let state = SessionStateBuilder::new()
+        .with_config(session.config().clone())
+        .with_default_features()
+        .build();
+    Ok(SessionContext::new_with_state(state))
+}
+
+/// Whether `session` comes from another library (see [`context_of`]).
+pub fn is_foreign(session: &dyn Session) -> bool {
+    session.as_any().downcast_ref::<SessionState>().is_none()
+}
+
+/// Why a table named in a profile cannot be read from a foreign session, and what to do instead.
+pub fn foreign_tables_hint(function: &str, table: &str) -> DataFusionError {
+    DataFusionError::Plan(format!(
+        "{function}: table `{table}` is registered in another library's session (datafusion-python), which pbg cannot read across datafusion-ffi: name the data by path in the profile (input = \"people/\"), or give it to pbg.Profile(input=...) as a pyarrow Table or polars DataFrame"
+    ))
 }
 
 fn lock_error() -> DataFusionError {
@@ -38,6 +64,20 @@ fn lock_error() -> DataFusionError {
 }
 
 impl Registry {
+    /// Remembers `session` when it comes from another library (see [`Registry::foreign_session`]).
+    pub fn remember(&self, function: &str, session: &dyn Session) -> Result<()> {
+        if is_foreign(session) {
+            let state = context_of(function, session)?.state();
+            *self.foreign.write().map_err(|_| lock_error())? = Some(state);
+        }
+        Ok(())
+    }
+
+    /// The last session from another library a pbg function was called in, if any.
+    pub fn foreign_session(&self) -> Option<SessionState> {
+        self.foreign.read().ok().and_then(|s| s.clone())
+    }
+
     /// Declares (or replaces) profile `name`. Hierarchies that need no data (ARX files, inline
     /// tables) are built now and become available to `generalize` as `name.qi` and `qi`; the
     /// data-driven kinds are built from the data by each query that reads it.
@@ -121,6 +161,10 @@ impl Registry {
         rows: bool,
     ) -> Result<Arc<Evaluator>> {
         let profile = self.declaration(function, name)?;
+        if let (true, crate::input::Input::Table(t)) = (is_foreign(session), &profile.input) {
+            return Err(foreign_tables_hint(function, t));
+        }
+        self.remember(function, session)?;
         let ctx = context_of(function, session)?;
         let read = async {
             if rows {

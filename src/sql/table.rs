@@ -183,3 +183,28 @@ pub(super) fn emit_sliced(
     }
     true
 }
+
+/// The value of a constant argument: a scalar, or an array whose values are all the same (a
+/// caller across datafusion-ffi passes constants as arrays); `None` when the values differ.
+pub(super) fn constant(
+    value: &datafusion::logical_expr::ColumnarValue,
+) -> Result<Option<ScalarValue>> {
+    use arrow::array::{Array, Scalar};
+    use datafusion::logical_expr::ColumnarValue;
+    match value {
+        ColumnarValue::Scalar(s) => Ok(Some(s.clone())),
+        ColumnarValue::Array(a) if a.is_empty() => Ok(None),
+        ColumnarValue::Array(a) => {
+            let first = a.slice(0, 1);
+            let same = if first.is_null(0) {
+                a.null_count() == a.len()
+            } else {
+                let eq = arrow::compute::kernels::cmp::eq(a, &Scalar::new(&first))?;
+                eq.true_count() == a.len()
+            };
+            Ok(same
+                .then(|| ScalarValue::try_from_array(a, 0))
+                .transpose()?)
+        }
+    }
+}

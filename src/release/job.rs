@@ -1,0 +1,225 @@
+//! One anonymization job as every face runs it (the CLI's `anonymize`, the Python module's
+//! `pbg.anonymize`): the node given or picked by a policy, the suppression rule that follows from
+//! the requirements, the release written and verified by [`anonymize_in`], and the JSON report.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use datafusion::prelude::SessionContext;
+use serde_json::{Value, json};
+
+use super::anonymize_in;
+use crate::Evaluator;
+use crate::error::{PbgError, Result};
+use crate::evaluate::json::index_fields;
+use crate::indices::{NodeIndices, Present};
+use crate::lattice::Node;
+use crate::policy::{Measure, Op, Picked, Policy, PolicyText, Requirement, pick};
+use crate::profile::Profile;
+use crate::suppression::SuppressionRule;
+
+/// What to release: an explicit node, or a policy that picks one.
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    /// An explicit node `L1,L2,..` (exclusive with `pick`).
+    pub node: Option<String>,
+    /// The comparator rule of a pick (`measure`, `lex`, `goal`, `wtd`, ...).
+    pub pick: Option<String>,
+    /// Requirements `INDEX>=V,..`: what a picked node must meet, or what a given node is checked
+    /// against before anything is written.
+    pub require: Option<String>,
+    /// The policy's other parts (see [`PolicyText`]).
+    pub minimize: Option<String>,
+    /// See [`PolicyText`].
+    pub maximize: Option<String>,
+    /// See [`PolicyText`].
+    pub objectives: Option<String>,
+    /// See [`PolicyText`].
+    pub significance: Option<String>,
+    /// See [`PolicyText`].
+    pub goal: Option<String>,
+    /// See [`PolicyText`].
+    pub weights: Option<String>,
+    /// The suppression rule: `requirements` or `dbsec` (default: `requirements` when there are
+    /// requirements, else `dbsec`).
+    pub suppression_rule: Option<String>,
+}
+
+/// The suppression rule named by `flag`, with the k of the requirements `require`.
+pub fn suppression_rule(flag: Option<&str>, require: Option<&str>) -> Result<SuppressionRule> {
+    let requirements = match require {
+        Some(r) => Requirement::parse_list(r)?,
+        None => Vec::new(),
+    };
+    let k = requirements
+        .iter()
+        // Lower bounds on k decide what to suppress; an upper bound does not.
+        .filter(|r| r.measure == Measure::K && matches!(r.op, Op::Ge | Op::Gt | Op::Eq))
+        .map(|r| match r.op {
+            Op::Gt => r.value.floor() as u64 + 1,
+            _ => r.value.ceil().max(1.0) as u64,
+        })
+        .max()
+        .unwrap_or(1);
+    match flag {
+        Some("dbsec") => Ok(SuppressionRule::Dbsec),
+        Some("requirements") => Ok(SuppressionRule::Requirements { k }),
+        Some(other) => Err(PbgError::argument(
+            "--suppression-rule",
+            format!("unknown rule `{other}` (use requirements or dbsec)"),
+        )),
+        None if require.is_some() => Ok(SuppressionRule::Requirements { k }),
+        None => Ok(SuppressionRule::Dbsec),
+    }
+}
+
+impl Job {
+    /// Applies the job's suppression rule to `profile` (call before [`Job::run`]).
+    pub fn apply_rule(&self, profile: &mut Profile) -> Result<()> {
+        profile.suppression_rule =
+            suppression_rule(self.suppression_rule.as_deref(), self.require.as_deref())?;
+        Ok(())
+    }
+
+    /// The policy of a pick (`None` for an explicit node); errors name the bad part.
+    pub fn policy(&self, profile: &Profile) -> Result<Option<Policy>> {
+        match (&self.node, &self.pick) {
+            (None, None) => Err(PbgError::argument(
+                "--node",
+                "give --node L1,L2,... or --pick (with --require ... and a rule)".to_string(),
+            )),
+            (Some(_), Some(_)) => Err(PbgError::argument(
+                "--node",
+                "give either a node or a pick, not both".to_string(),
+            )),
+            (Some(_), None) => Ok(None),
+            (None, Some(rule)) => Ok(Some(Policy::parse(
+                &PolicyText {
+                    comparator: Some(rule.clone()),
+                    require: self.require.clone(),
+                    minimize: self.minimize.clone(),
+                    maximize: self.maximize.clone(),
+                    objectives: self.objectives.clone(),
+                    significance: self.significance.clone(),
+                    goal: self.goal.clone(),
+                    weights: self.weights.clone(),
+                },
+                Present::of_profile(profile),
+            )?)),
+        }
+    }
+
+    /// The node to release on `ev`: the pick of `policy`, or the explicit node checked against
+    /// the requirements.
+    fn choose(
+        &self,
+        ev: &Evaluator,
+        policy: Option<&Policy>,
+        picked_out: &Mutex<Option<Picked>>,
+    ) -> Result<Node> {
+        if let Some(p) = policy {
+            let picked = pick(ev, p)?;
+            let node = picked.node.clone();
+            *picked_out.lock().unwrap_or_else(|e| e.into_inner()) = Some(picked);
+            return Ok(node);
+        }
+        let Some(text) = &self.node else {
+            return Err(PbgError::argument(
+                "--node",
+                "give --node L1,L2,... or --pick".to_string(),
+            ));
+        };
+        let node = ev.parse_node(text)?;
+        let require = match &self.require {
+            Some(r) => Requirement::parse_list(r)?,
+            None => Vec::new(),
+        };
+        let present = Present::of(ev.dataset());
+        for r in &require {
+            r.measure.check_defined(present)?;
+        }
+        let ix = ev.evaluate(&node)?;
+        for r in &require {
+            if !r.holds(r.measure.of(&ix)) {
+                return Err(PbgError::argument(
+                    "--require",
+                    format!(
+                        "node {text} does not meet {} ({} = {})",
+                        r.text(),
+                        r.measure.name(),
+                        r.measure.of(&ix)
+                    ),
+                ));
+            }
+        }
+        Ok(node)
+    }
+
+    /// Runs the job over `profile` (its suppression rule applied by [`Job::apply_rule`]) in `ctx`:
+    /// chooses the node on the class statistics, calls `on_node` with it (for what a face gathers
+    /// while the statistics are held), writes `output` atomically and verifies it. Returns the
+    /// report: the [`super::ReleaseSummary`] fields, every index, the suppression rule and the pick.
+    pub fn run(
+        &self,
+        ctx: &SessionContext,
+        profile: &Profile,
+        output: &Path,
+        on_node: &dyn Fn(&Evaluator, &Node) -> Result<()>,
+        stage: &dyn Fn(&'static str),
+    ) -> Result<Value> {
+        let policy = self.policy(profile)?;
+        let picked = Mutex::new(None);
+        let choose = |ev: &Evaluator| {
+            let node = self.choose(ev, policy.as_ref(), &picked)?;
+            on_node(ev, &node)?;
+            Ok(node)
+        };
+        let summary = anonymize_in(ctx, profile, &choose, output, stage)?;
+        let report = serde_json::to_value(&summary)
+            .map_err(|e| PbgError::argument("report", e.to_string()))?;
+        finish(report, &summary.indices, profile, picked)
+    }
+
+    /// Chooses the node on `ev` (the statistics of `profile`) as [`Job::run`] does, and reports
+    /// it without writing anything (`output` null, `verified` false).
+    pub fn dry_run(
+        &self,
+        ev: &Evaluator,
+        profile: &Profile,
+        on_node: &dyn Fn(&Evaluator, &Node) -> Result<()>,
+    ) -> Result<Value> {
+        let policy = self.policy(profile)?;
+        let picked = Mutex::new(None);
+        let node = self.choose(ev, policy.as_ref(), &picked)?;
+        on_node(ev, &node)?;
+        let ix = ev.evaluate(&node)?;
+        let rows = ev.dataset().num_tuples();
+        let report = json!({
+            "output": null,
+            "node": node,
+            "rows_in": rows,
+            "rows_released": rows - ix.suppressed,
+            "suppressed": ix.suppressed,
+            "threshold": ix.threshold,
+            "verified": false,
+        });
+        finish(report, &ix, profile, picked)
+    }
+}
+
+/// Adds every index (as `evaluate` prints them), the suppression rule and the pick to `report`.
+fn finish(
+    mut report: Value,
+    indices: &NodeIndices,
+    profile: &Profile,
+    picked: Mutex<Option<Picked>>,
+) -> Result<Value> {
+    let present = Present::of_profile(profile);
+    report["indices"] = Value::Object(index_fields(indices, present));
+    report["suppression_rule"] = Value::String(profile.suppression_rule.describe());
+    if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        report["pick"] =
+            serde_json::to_value(p).map_err(|e| PbgError::argument("report", e.to_string()))?;
+    }
+    Ok(report)
+}
