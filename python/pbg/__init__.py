@@ -1,0 +1,375 @@
+"""pbg: property based generalization inside DataFusion, from Python.
+
+Two ways in:
+
+* SQL in your own datafusion-python session: ``pbg.register(ctx)`` adds every pbg function
+  (``pbg_profile``, ``pbg_evaluate``, ``pbg_lattice``, ``pbg_search``, ``pbg_anonymize``,
+  ``generalize``, ``entropy_l``, ...) through datafusion-ffi.
+* A Pythonic layer for what is not SQL: :class:`Profile`, :func:`evaluate`, :func:`lattice`,
+  :func:`search` and :func:`anonymize`, over paths, pyarrow Tables and polars DataFrames (read
+  through the Arrow C stream interface, without copying their buffers).
+
+Every error is a :class:`PbgError` carrying the message the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from . import _pbg
+from ._pbg import PbgError
+
+__all__ = [
+    "PbgError",
+    "Profile",
+    "anonymize",
+    "evaluate",
+    "lattice",
+    "register",
+    "search",
+]
+
+__version__: str = _pbg.__version__
+
+#: The name a profile is declared under in the session behind the Pythonic layer.
+_PROFILE = "profile"
+#: The table Arrow input data is registered as there.
+_INPUT = "__pbg_input"
+
+
+def _datafusion() -> Any:
+    """The installed datafusion-python, checked to be of pbg's DataFusion major version."""
+    try:
+        import datafusion
+    except ImportError as e:  # pragma: no cover - datafusion is a dependency
+        raise PbgError("pbg.register needs datafusion-python: pip install 'datafusion==55.*'") from e
+    ours = _pbg.DATAFUSION_VERSION.split(".")[0]
+    theirs = str(getattr(datafusion, "__version__", "?")).split(".")[0]
+    if theirs != ours:
+        raise PbgError(
+            f"pbg is built on DataFusion {_pbg.DATAFUSION_VERSION} but datafusion-python "
+            f"{datafusion.__version__} is installed; install datafusion=={ours}.* "
+            "(functions cannot cross between different DataFusion versions)"
+        )
+    return datafusion
+
+
+class _ScalarExport:
+    """A pbg scalar function as datafusion-python imports foreign ones."""
+
+    def __init__(self, function: Any) -> None:
+        self._function = function
+
+    def __datafusion_scalar_udf__(self) -> Any:
+        return self._function.scalar_capsule()
+
+
+class _AggregateExport:
+    """A pbg aggregate function as datafusion-python imports foreign ones."""
+
+    def __init__(self, function: Any) -> None:
+        self._function = function
+
+    def __datafusion_aggregate_udf__(self) -> Any:
+        return self._function.aggregate_capsule()
+
+
+class _TableExport:
+    """A pbg table function as datafusion-python imports foreign ones."""
+
+    def __init__(self, function: Any, ctx: Any) -> None:
+        self._function = function
+        self._ctx = ctx
+
+    def __datafusion_table_function__(self, session: Any = None) -> Any:
+        return self._function.table_capsule(session if session is not None else self._ctx)
+
+
+def register(ctx: Any) -> list[str]:
+    """Adds every pbg function to the datafusion-python ``SessionContext`` ``ctx``.
+
+    The functions share one profile registry: declare a profile with
+    ``SELECT * FROM pbg_profile('p', '<TOML>')`` and the others see it. Tables the profile names
+    (``table = "people"``) are read through ``ctx``. Returns the names registered.
+
+    Example::
+
+        ctx = datafusion.SessionContext()
+        pbg.register(ctx)
+        ctx.register_parquet("people", "people/")
+        ctx.sql("SELECT * FROM pbg_profile('p', $$...toml...$$)").collect()
+        front = ctx.sql("SELECT * FROM pbg_search('p', 'k,l,glm', 'exhaustive')").to_pandas()
+    """
+    datafusion = _datafusion()
+    names = []
+    for f in _pbg.functions():
+        if f.kind == "scalar":
+            ctx.register_udf(datafusion.ScalarUDF(f.name, _ScalarExport(f)))
+        elif f.kind == "aggregate":
+            ctx.register_udaf(datafusion.AggregateUDF(f.name, _AggregateExport(f)))
+        else:
+            ctx.register_udtf(datafusion.TableFunction(f.name, _TableExport(f, ctx), ctx))
+        names.append(f.name)
+    return names
+
+
+# --- TOML text for keyword profiles ---------------------------------------------------------
+
+
+def _toml(value: Any) -> str:
+    """``value`` as a TOML value (strings, numbers, booleans, lists, inline tables)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (str, os.PathLike)):
+        # JSON's escapes are TOML's basic-string escapes (non-ASCII left as written).
+        return json.dumps(os.fspath(value), ensure_ascii=False)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, Iterable):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise PbgError(f"profile: cannot write a {type(value).__name__} into the profile")
+
+
+def _is_arrow(value: Any) -> bool:
+    return hasattr(value, "__arrow_c_stream__")
+
+
+class Profile:
+    """A pbg profile: the input, the quasi-identifiers with their hierarchies, the sensitive
+    attribute and the rest of what the CLI reads from a TOML profile.
+
+    Build one from TOML (:meth:`from_toml`, :meth:`from_file`) or from keyword arguments::
+
+        Profile(
+            input=people,                      # a path, a pyarrow Table or a polars DataFrame
+            qis={
+                "age": "hierarchies/age.csv",   # an ARX hierarchy file
+                "sex": {"Male": ["*"], "Female": ["*"]},   # leaf -> its labels, level 1 up
+                "zip": zip_levels,              # a table: leaf column, then one per level
+                "income": {"type": "interval", "widths": [10000, 50000]},
+            },
+            sensitive="occupation",
+            suppression_limit="1%",
+        )
+    """
+
+    def __init__(
+        self,
+        input: Any = None,
+        qis: Mapping[str, Any] | None = None,
+        sensitive: str | None = None,
+        *,
+        class_attribute: str | None = None,
+        identifiers: Iterable[str] = (),
+        suppression_limit: int | str | None = None,
+        sensitive_hierarchy: Any = None,
+        delimiter: str | None = None,
+        null_as: Mapping[str, str] | None = None,
+    ) -> None:
+        if input is None:
+            raise PbgError("profile: no input: give a path, a pyarrow Table or a polars DataFrame")
+        if not qis:
+            raise PbgError("profile: no quasi-identifiers: give qis={'column': hierarchy, ...}")
+        if not sensitive:
+            raise PbgError("profile: no sensitive attribute: give sensitive='column'")
+        self._tables: dict[str, Any] = {}
+        lines = []
+        lines.append(self._input_line(input))
+        if delimiter is not None:
+            lines.append(f"delimiter = {_toml(delimiter)}")
+        lines.append(f"sensitive = {_toml(sensitive)}")
+        if class_attribute is not None:
+            lines.append(f"class = {_toml(class_attribute)}")
+        identifiers = list(identifiers)
+        if identifiers:
+            lines.append(f"identifiers = {_toml(identifiers)}")
+        if suppression_limit is not None:
+            lines.append(f"suppression_limit = {_toml(str(suppression_limit))}")
+        if sensitive_hierarchy is not None:
+            spec = self._hierarchy("sensitive", sensitive_hierarchy)
+            lines.append(f"sensitive_hierarchy = {spec}")
+        for name, hierarchy in qis.items():
+            lines.append("")
+            lines.append("[[qi]]")
+            lines.append(f"name = {_toml(name)}")
+            lines.append(f"hierarchy = {self._hierarchy(name, hierarchy)}")
+            if null_as and name in null_as:
+                lines.append(f"null_as = {_toml(null_as[name])}")
+        self.toml = "\n".join(lines) + "\n"
+        self.base_dir = os.getcwd()
+        self._input_table = None
+
+    def _input_line(self, input: Any) -> str:
+        if isinstance(input, (str, os.PathLike)):
+            return f"input = {_toml(os.path.abspath(os.fspath(input)))}"
+        if _is_arrow(input):
+            self._tables[_INPUT] = input
+            return f"table = {_toml(_INPUT)}"
+        raise PbgError(
+            f"profile: input: a {type(input).__name__} is not Arrow data: give a path, a pyarrow "
+            "Table, a polars DataFrame or another object with __arrow_c_stream__"
+        )
+
+    def _hierarchy(self, column: str, hierarchy: Any) -> str:
+        if isinstance(hierarchy, (str, os.PathLike)):
+            return _toml(os.path.abspath(os.fspath(hierarchy)))
+        if _is_arrow(hierarchy):
+            table = f"__pbg_hierarchy_{len(self._tables)}"
+            self._tables[table] = hierarchy
+            return _toml({"type": "sql", "table": table})
+        if isinstance(hierarchy, Mapping):
+            if "type" in hierarchy:
+                return _toml(hierarchy)
+            rows = []
+            for leaf, levels in hierarchy.items():
+                if isinstance(levels, (str, bytes)) or not isinstance(levels, Iterable):
+                    levels = [levels]
+                rows.append([str(leaf), *(str(v) for v in levels)])
+            return _toml({"type": "table", "rows": rows})
+        raise PbgError(
+            f"profile: hierarchy of `{column}`: a {type(hierarchy).__name__} is not a hierarchy: "
+            "give an ARX CSV path, a dict leaf -> levels, a table (leaf, level1, ...) or a dict "
+            "with 'type'"
+        )
+
+    @classmethod
+    def from_toml(cls, text: str, base_dir: str | os.PathLike = ".", input: Any = None) -> Profile:
+        """A profile from TOML text (the CLI's format); relative paths in it are relative to
+        ``base_dir``. ``input`` (Arrow data) replaces the profile's ``input``/``table``."""
+        self = cls.__new__(cls)
+        self._tables = {}
+        self.base_dir = os.path.abspath(os.fspath(base_dir))
+        self._input_table = None
+        if input is not None:
+            import tomllib
+
+            try:
+                parsed = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                raise PbgError(f"profile: {e}") from e
+            line = self._input_line(input)
+            if "input" in parsed or "table" in parsed:
+                # The profile's own input is replaced by the data given.
+                self._input_table = _INPUT
+            else:
+                text = line + "\n" + text
+        self.toml = text
+        return self
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, input: Any = None) -> Profile:
+        """A profile from a TOML file; relative paths in it are relative to the file's directory."""
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise PbgError(f"{path}: {e.strerror}") from e
+        return cls.from_toml(text, os.path.dirname(os.path.abspath(path)), input)
+
+    def _engine(self) -> Any:
+        """A fresh pbg session with this profile declared and its Arrow tables registered."""
+        engine = _pbg.Engine()
+        for name, data in self._tables.items():
+            engine.register_arrow(name, data)
+        engine.declare(_PROFILE, self.toml, self.base_dir, self._input_table)
+        return engine
+
+    def __repr__(self) -> str:
+        return f"Profile(<{len(self.toml.splitlines())} lines of TOML>)"
+
+
+def _profile(profile: Profile | str | os.PathLike) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, (str, os.PathLike)):
+        return Profile.from_file(profile)
+    raise PbgError(f"a {type(profile).__name__} is not a profile: give a pbg.Profile or a TOML path")
+
+
+def _node(node: str | Iterable[int]) -> str:
+    if isinstance(node, str):
+        return node
+    return ",".join(str(int(level)) for level in node)
+
+
+def _quote(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def evaluate(profile: Profile | str | os.PathLike, node: str | Iterable[int]) -> dict[str, Any]:
+    """Every index of ``node`` (one level per QI, e.g. ``"1,0,2"`` or ``[1, 0, 2]``), as the CLI's
+    ``pbg evaluate`` prints them."""
+    engine = _profile(profile)._engine()
+    return json.loads(engine.evaluate(_PROFILE, _node(node)))
+
+
+def lattice(profile: Profile | str | os.PathLike) -> Any:
+    """Every node of the profile's lattice with every index, as a ``pyarrow.Table``."""
+    import pyarrow
+
+    engine = _profile(profile)._engine()
+    return pyarrow.table(engine.sql(f"SELECT * FROM pbg_lattice({_quote(_PROFILE)})"))
+
+
+def search(
+    profile: Profile | str | os.PathLike,
+    indices: str | Iterable[str] = "k,glm",
+    algorithm: str = "exhaustive",
+    seed: int | None = None,
+) -> Any:
+    """The minimal PBGs (the Pareto front) of the quality indices ``indices`` (e.g.
+    ``"k,l,glm"``), by ``"exhaustive"`` search or the evolutionary ``"ea"`` (with ``seed``), as a
+    ``pyarrow.Table``."""
+    import pyarrow
+
+    if not isinstance(indices, str):
+        indices = ",".join(indices)
+    args = [_quote(_PROFILE), _quote(indices), _quote(algorithm)]
+    if seed is not None:
+        args.append(str(int(seed)))
+    engine = _profile(profile)._engine()
+    return pyarrow.table(engine.sql(f"SELECT * FROM pbg_search({', '.join(args)})"))
+
+
+def anonymize(
+    profile: Profile | str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    node: str | Iterable[int] | None = None,
+    pick: str | None = None,
+    require: str | None = None,
+    minimize: str | None = None,
+    maximize: str | None = None,
+    objectives: str | None = None,
+    significance: str | None = None,
+    goal: str | None = None,
+    weights: str | None = None,
+    suppression_rule: str | None = None,
+) -> dict[str, Any]:
+    """Releases the profile's input at ``node`` or at the node a policy picks (``pick="measure"``
+    with ``require="k>=10,l>=3"`` and ``minimize="glm"``, as the CLI's flags) to ``output`` (a
+    ``.csv`` or ``.parquet`` file, written atomically and verified before it is renamed). Returns
+    the CLI's JSON report as a dict."""
+    engine = _profile(profile)._engine()
+    report = engine.anonymize(
+        _PROFILE,
+        os.fspath(output),
+        node=None if node is None else _node(node),
+        pick=pick,
+        require=require,
+        minimize=minimize,
+        maximize=maximize,
+        objectives=objectives,
+        significance=significance,
+        goal=goal,
+        weights=weights,
+        suppression_rule=suppression_rule,
+    )
+    return json.loads(report)

@@ -1,0 +1,237 @@
+"""pbg from Python: its functions in a datafusion-python session (through datafusion-ffi) and the
+Pythonic layer, checked against known values and against the CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import datafusion
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import pbg
+
+ROOT = Path(__file__).resolve().parents[2]
+ADULT = ROOT / "datasets" / "adult"
+ARX7 = ADULT / "adult-arx-columns.toml"
+QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
+CLI = Path(os.environ.get("PBG_CLI", ROOT / "target" / "debug" / "pbg"))
+
+
+def cli(*args: str) -> str:
+    """Runs the pbg CLI (the binary of the same build) and returns its standard output."""
+    if not CLI.exists():
+        pytest.skip(f"the pbg CLI is not built at {CLI} (set PBG_CLI)")
+    done = subprocess.run([str(CLI), *args], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def adult_table() -> pa.Table:
+    """The shipped adult data set as a pyarrow Table of strings (as pbg reads CSV text)."""
+    names = (ADULT / "adult.csv").read_text(encoding="utf-8").splitlines()[0].split(";")
+    return pacsv.read_csv(
+        ADULT / "adult.csv",
+        parse_options=pacsv.ParseOptions(delimiter=";"),
+        convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}),
+    )
+
+
+def arx7_toml(head: str) -> str:
+    """The ARX adult profile (7 QIs) with its input line replaced by `head`, paths absolute."""
+    text = ARX7.read_text(encoding="utf-8")
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("input "):
+            continue
+        if line.startswith("hierarchy = \""):
+            rel = line.split('"')[1]
+            line = f'hierarchy = "{(ADULT / rel).as_posix()}"'
+        lines.append(line)
+    return head + "\n" + "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def ctx() -> datafusion.SessionContext:
+    """A datafusion-python session with pbg registered and the adult data as table `adult`."""
+    ctx = datafusion.SessionContext()
+    names = pbg.register(ctx)
+    assert "pbg_profile" in names and "generalize" in names and "entropy_l" in names
+    ctx.register_csv("adult", str(ADULT / "adult.csv"), delimiter=";", schema=adult_table().schema)
+    toml = arx7_toml(f'input = "{(ADULT / "adult.csv").as_posix()}"')
+    row = ctx.sql(f"SELECT * FROM pbg_profile('p', $${toml}$$)").to_pylist()
+    assert len(row) == 1
+    return ctx
+
+
+def test_datafusion_is_55():
+    assert datafusion.__version__.split(".")[0] == "55"
+    assert pbg._pbg.DATAFUSION_VERSION.startswith("55.")
+
+
+def test_evaluate_in_datafusion_python(ctx):
+    row = ctx.sql("SELECT k, classes, l_distinct FROM pbg_evaluate('p', '1,2,1,1,2,1,1')").to_pylist()
+    assert row == [{"k": 1, "classes": 256, "l_distinct": 1}]
+
+
+def test_lattice_count(ctx):
+    n = ctx.sql("SELECT count(*) AS n FROM pbg_lattice('p')").to_pylist()[0]["n"]
+    assert n == 2160
+
+
+def test_exhaustive_front_equals_cli(ctx):
+    front = ctx.sql("SELECT * FROM pbg_search('p', 'k,l,glm', 'exhaustive')").to_pandas()
+    ours = sorted(tuple(int(front[q][i]) for q in QIS) for i in range(len(front)))
+    out = json.loads(cli("search", str(ARX7), "--objectives", "k,l,glm", "--format", "json"))
+    theirs = sorted(tuple(p["node"]) for p in out["front"])
+    assert ours == theirs
+    assert len(ours) > 1
+
+
+def test_generalize_over_pyarrow_table(ctx):
+    people = pa.table({"age": ["17", "42", "90"], "name": ["a", "b", "c"]})
+    ctx.register_record_batches("people", [people.to_batches()])
+    got = ctx.sql("SELECT generalize(age, 'p.age', 1) AS g FROM people").to_pylist()
+    # The ARX age hierarchy's first level: 5-year bands.
+    level1 = {}
+    with open(ADULT / "arx-hierarchies" / "adult_hierarchy_age.csv", encoding="utf-8") as f:
+        for row in csv.reader(f, delimiter=";"):
+            level1[row[0]] = row[1]
+    assert [r["g"] for r in got] == [level1["17"], level1["42"], level1["90"]]
+
+
+def test_sql_anonymize_copy(ctx, tmp_path):
+    out = tmp_path / "release"
+    ctx.sql(
+        f"COPY (SELECT * FROM pbg_anonymize('p', 'pick', 'k>=10,l>=3', 'glm')) "
+        f"TO '{out.as_posix()}/' STORED AS PARQUET"
+    ).collect()
+    # Every released class meets the requirement, counted independently (polars, file by file:
+    # each file has its own dictionaries).
+    files = sorted(out.glob("*.parquet"))
+    assert files
+    released = pl.concat([pl.read_parquet(f).cast(pl.String) for f in files])
+    sizes = released.group_by(QIS).agg(pl.len().alias("n"), pl.col("occupation").n_unique().alias("l"))
+    assert sizes.height > 0
+    assert sizes["n"].min() >= 10 and sizes["l"].min() >= 3
+    assert 0 < released.height <= 30162
+
+
+def test_distance_aggregate_reads_profile(ctx):
+    rows = ctx.sql(
+        "SELECT max(t) AS t FROM (SELECT emd_equal(occupation, 'p') AS t FROM adult GROUP BY sex)"
+    ).to_pylist()
+    assert 0.0 < rows[0]["t"] < 1.0
+
+
+def test_pythonic_evaluate_equals_cli():
+    ours = pbg.evaluate(str(ARX7), [1, 2, 1, 1, 2, 1, 1])
+    theirs = json.loads(cli("evaluate", str(ARX7), "--node", "1,2,1,1,2,1,1"))
+    assert ours == theirs
+    assert ours["k"] == 1 and ours["classes"] == 256 and ours["l_distinct"] == 1
+
+
+def test_pythonic_lattice_and_search_from_arrow():
+    profile = pbg.Profile.from_file(ARX7, input=adult_table())
+    table = pbg.lattice(profile)
+    assert isinstance(table, pa.Table) and table.num_rows == 2160
+    front = pbg.search(profile, "k,glm").to_pylist()
+    cli_front = json.loads(cli("search", str(ARX7), "--objectives", "k,glm", "--format", "json"))
+    assert sorted([r[q] for q in QIS] for r in front) == sorted(p["node"] for p in cli_front["front"])
+    assert [r["k"] for r in front] == [p["k"] for p in cli_front["front"]]
+
+
+def test_anonymize_polars_verified(tmp_path):
+    df = pl.from_arrow(adult_table())
+    assert isinstance(df, pl.DataFrame)
+    profile = pbg.Profile(
+        input=df,
+        qis={
+            "age": ADULT / "arx-hierarchies" / "adult_hierarchy_age.csv",
+            "sex": {"Male": ["*"], "Female": ["*"]},
+            "race": pa.table(
+                {
+                    "leaf": ["White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"],
+                    "top": ["*"] * 5,
+                }
+            ),
+        },
+        sensitive="occupation",
+        suppression_limit="1%",
+    )
+    out = tmp_path / "release.parquet"
+    report = pbg.anonymize(profile, out, pick="measure", require="k>=5,l>=2", minimize="glm")
+    assert report["verified"] is True
+    assert report["rows_in"] == 30162
+    assert report["rows_released"] + report["suppressed"] == 30162
+    released = pl.read_parquet(out)
+    assert released.height == report["rows_released"]
+    sizes = released.group_by(["age", "sex", "race"]).agg(
+        pl.len().alias("n"), pl.col("occupation").n_unique().alias("l")
+    )
+    assert sizes["n"].min() >= 5 and sizes["l"].min() >= 2
+    # No raw age survives where the node generalizes it.
+    level = report["node"][0]
+    if level > 0:
+        raw = set(df["age"].unique().to_list())
+        assert not raw & set(released["age"].unique().to_list())
+
+
+def test_anonymize_node_csv_equals_cli(tmp_path):
+    ours = pbg.anonymize(ARX7, tmp_path / "py.csv", node="1,1,1,1,1,1,1")
+    theirs = json.loads(
+        cli("anonymize", str(ARX7), "--node", "1,1,1,1,1,1,1", "--output", str(tmp_path / "cli.csv"))
+    )
+    assert (tmp_path / "py.csv").read_bytes() == (tmp_path / "cli.csv").read_bytes()
+    assert ours["indices"] == theirs["indices"] and ours["verified"] and theirs["verified"]
+
+
+def test_bad_column_raises_pbg_error():
+    profile = pbg.Profile(
+        input=pa.table({"age": ["1", "2"], "job": ["x", "y"]}),
+        qis={"agee": {"1": ["*"], "2": ["*"]}},
+        sensitive="job",
+    )
+    with pytest.raises(pbg.PbgError, match="agee"):
+        pbg.evaluate(profile, [0])
+
+
+def test_bad_column_in_sql_raises(ctx, tmp_path):
+    data = tmp_path / "tiny.csv"
+    data.write_text("a,s\n1,x\n", encoding="utf-8")
+    toml = f'input = "{data.as_posix()}"\nsensitive = "s"\n[[qi]]\nname = "nope"\nhierarchy = {{ type = "mask" }}\n'
+    ctx.sql(f"SELECT * FROM pbg_profile('bad', $${toml}$$)").collect()
+    with pytest.raises(Exception, match="nope"):
+        ctx.sql("SELECT * FROM pbg_evaluate('bad', '0')").collect()
+
+
+def test_session_tables_refused_clearly_and_kept(ctx):
+    """A profile naming a table of the caller's session is refused with what to do instead (pbg
+    cannot read it across datafusion-ffi), and pbg's calls leave the session's tables in place."""
+    toml = arx7_toml('table = "adult"')
+    ctx.sql(f"SELECT * FROM pbg_profile('t', $${toml}$$)").collect()
+    with pytest.raises(Exception, match="table `adult` is registered in another library's session"):
+        ctx.sql("SELECT * FROM pbg_evaluate('t', '1,2,1,1,2,1,1')").collect()
+    assert "adult" in ctx.catalog("datafusion").schema("public").names()
+    assert ctx.sql("SELECT count(*) AS n FROM adult").to_pylist() == [{"n": 30162}]
+
+
+def test_not_arrow_input_raises():
+    with pytest.raises(pbg.PbgError, match="not Arrow data"):
+        pbg.Profile(input=[1, 2, 3], qis={"a": {"1": ["*"]}}, sensitive="b")
+
+
+def test_output_equal_to_input_refused(tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("age;occupation\n1;x\n2;y\n", encoding="utf-8")
+    profile = pbg.Profile(input=data, qis={"age": {"1": ["*"], "2": ["*"]}}, sensitive="occupation", delimiter=";")
+    before = data.read_bytes()
+    with pytest.raises(pbg.PbgError):
+        pbg.anonymize(profile, data, node="1")
+    assert data.read_bytes() == before
