@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -88,12 +89,18 @@ class _TableExport:
         return self._function.table_capsule(session if session is not None else self._ctx)
 
 
+#: The functions registered in each session, so that registering twice keeps its profiles.
+_registered: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+
+
 def register(ctx: Any) -> list[str]:
     """Adds every pbg function to the datafusion-python ``SessionContext`` ``ctx``.
 
     The functions share one profile registry: declare a profile with
-    ``SELECT * FROM pbg_profile('p', '<TOML>')`` and the others see it. Tables the profile names
-    (``table = "people"``) are read through ``ctx``. Returns the names registered.
+    ``SELECT * FROM pbg_profile('p', '<TOML>')`` and the others see it (registering again keeps
+    it). A profile's input is a path (``input = "people/"``): pbg cannot read tables of ``ctx``
+    across datafusion-ffi, but its scalar and aggregate functions run over any of them. Returns
+    the names registered.
 
     Example::
 
@@ -104,8 +111,15 @@ def register(ctx: Any) -> list[str]:
         front = ctx.sql("SELECT * FROM pbg_search('p', 'k,l,glm', 'exhaustive')").to_pandas()
     """
     datafusion = _datafusion()
+    if not isinstance(ctx, datafusion.SessionContext):
+        raise PbgError(f"pbg.register needs a datafusion.SessionContext, not a {type(ctx).__name__}")
+    # Registering again keeps the same functions (and so the profiles already declared).
+    functions = _registered.get(ctx)
+    if functions is None:
+        functions = _pbg.functions()
+        _registered[ctx] = functions
     names = []
-    for f in _pbg.functions():
+    for f in functions:
         if f.kind == "scalar":
             ctx.register_udf(datafusion.ScalarUDF(f.name, _ScalarExport(f)))
         elif f.kind == "aggregate":
@@ -173,7 +187,7 @@ class Profile:
     ) -> None:
         if input is None:
             raise PbgError("profile: no input: give a path, a pyarrow Table or a polars DataFrame")
-        if not qis:
+        if not qis or not isinstance(qis, Mapping):
             raise PbgError("profile: no quasi-identifiers: give qis={'column': hierarchy, ...}")
         if not sensitive:
             raise PbgError("profile: no sensitive attribute: give sensitive='column'")
@@ -203,6 +217,7 @@ class Profile:
         self.toml = "\n".join(lines) + "\n"
         self.base_dir = os.getcwd()
         self._input_table = None
+        self._input_path = None
 
     def _input_line(self, input: Any) -> str:
         if isinstance(input, (str, os.PathLike)):
@@ -240,11 +255,12 @@ class Profile:
     @classmethod
     def from_toml(cls, text: str, base_dir: str | os.PathLike = ".", input: Any = None) -> Profile:
         """A profile from TOML text (the CLI's format); relative paths in it are relative to
-        ``base_dir``. ``input`` (Arrow data) replaces the profile's ``input``/``table``."""
+        ``base_dir``. ``input`` (Arrow data or a path) replaces the profile's ``input``/``table``."""
         self = cls.__new__(cls)
         self._tables = {}
         self.base_dir = os.path.abspath(os.fspath(base_dir))
         self._input_table = None
+        self._input_path = None
         if input is not None:
             import tomllib
 
@@ -255,7 +271,10 @@ class Profile:
             line = self._input_line(input)
             if "input" in parsed or "table" in parsed:
                 # The profile's own input is replaced by the data given.
-                self._input_table = _INPUT
+                if _is_arrow(input):
+                    self._input_table = _INPUT
+                else:
+                    self._input_path = os.path.abspath(os.fspath(input))
             else:
                 text = line + "\n" + text
         self.toml = text
@@ -270,6 +289,8 @@ class Profile:
                 text = f.read()
         except OSError as e:
             raise PbgError(f"{path}: {e.strerror}") from e
+        except UnicodeDecodeError as e:
+            raise PbgError(f"{path}: not UTF-8 text (byte {e.start}): a profile is TOML") from e
         return cls.from_toml(text, os.path.dirname(os.path.abspath(path)), input)
 
     def _engine(self) -> Any:
@@ -277,7 +298,7 @@ class Profile:
         engine = _pbg.Engine()
         for name, data in self._tables.items():
             engine.register_arrow(name, data)
-        engine.declare(_PROFILE, self.toml, self.base_dir, self._input_table)
+        engine.declare(_PROFILE, self.toml, self.base_dir, self._input_table, self._input_path)
         return engine
 
     def __repr__(self) -> str:
@@ -295,7 +316,13 @@ def _profile(profile: Profile | str | os.PathLike) -> Profile:
 def _node(node: str | Iterable[int]) -> str:
     if isinstance(node, str):
         return node
-    return ",".join(str(int(level)) for level in node)
+    if isinstance(node, Iterable) and not isinstance(node, Mapping):
+        levels = list(node)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in levels):
+            return ",".join(str(v) for v in levels)
+    raise PbgError(
+        f"node: give one integer level per QI, as a list ([1, 0, 2]) or text ('1,0,2'), not {node!r}"
+    )
 
 
 def _quote(text: str) -> str:
@@ -333,7 +360,9 @@ def search(
         indices = ",".join(indices)
     args = [_quote(_PROFILE), _quote(indices), _quote(algorithm)]
     if seed is not None:
-        args.append(str(int(seed)))
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+            raise PbgError(f"search: the seed must be an integer from 0 to 2^63 - 1, not {seed!r}")
+        args.append(str(seed))
     engine = _profile(profile)._engine()
     return pyarrow.table(engine.sql(f"SELECT * FROM pbg_search({', '.join(args)})"))
 

@@ -80,14 +80,25 @@ impl Engine {
     }
 
     /// Declares profile `name` from TOML text whose relative paths are relative to `base`; with
-    /// `table`, the profile reads that registered table instead of its own input.
-    #[pyo3(signature = (name, toml, base, table=None))]
-    fn declare(&self, name: &str, toml: &str, base: &str, table: Option<String>) -> PyResult<()> {
+    /// `table` (or `path`), the profile reads that registered table (or path) instead of its own
+    /// input.
+    #[pyo3(signature = (name, toml, base, table=None, path=None))]
+    fn declare(
+        &self,
+        name: &str,
+        toml: &str,
+        base: &str,
+        table: Option<String>,
+        path: Option<String>,
+    ) -> PyResult<()> {
         let mut profile =
             Profile::from_toml_str(toml, Path::new(base), &format!("profile '{name}'"))
                 .map_err(pbg)?;
         if let Some(t) = table {
             profile.input = pbg::input::Input::Table(t);
+        }
+        if let Some(p) = path {
+            profile.input = pbg::input::Input::Path(p.into());
         }
         self.registry.declare(name, profile).map_err(datafusion)
     }

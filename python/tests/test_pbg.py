@@ -235,3 +235,47 @@ def test_output_equal_to_input_refused(tmp_path):
     with pytest.raises(pbg.PbgError):
         pbg.anonymize(profile, data, node="1")
     assert data.read_bytes() == before
+
+
+def test_group_by_generalize_equals_evaluate(ctx):
+    """pbg's scalar and aggregate functions inside the caller's own plan over the caller's table:
+    GROUP BY the generalized QIs of a node = pbg_evaluate of that node (no suppression)."""
+    node = [1, 2, 1, 1, 2, 1, 1]
+    keys = ", ".join(f"generalize(\"{q}\", 'p.{q}', {lv})" for q, lv in zip(QIS, node))
+    got = ctx.sql(
+        f"SELECT count(*) AS classes, min(n) AS k, min(l) AS l_entropy, min(d) AS l_distinct FROM "
+        f"(SELECT count(*) AS n, entropy_l(occupation) AS l, count(DISTINCT occupation) AS d "
+        f"FROM adult GROUP BY {keys})"
+    ).to_pylist()[0]
+    want = ctx.sql(
+        "SELECT classes, k, l_entropy, l_distinct FROM pbg_evaluate('p', '1,2,1,1,2,1,1')"
+    ).to_pylist()[0]
+    assert got["classes"] == want["classes"] == 256
+    assert got["k"] == want["k"] and got["l_distinct"] == want["l_distinct"]
+    assert got["l_entropy"] == pytest.approx(want["l_entropy"])
+
+
+def test_limit_and_show_over_a_release(ctx):
+    """A LIMIT (or .show(), .head()) above pbg_anonymize runs pbg's plan from datafusion-python's
+    threads: it must stream with pbg's runtime, not abort the interpreter."""
+    rows = ctx.sql("SELECT age FROM pbg_anonymize('p', '1,1,1,1,1,1,1') LIMIT 5").to_pylist()
+    assert len(rows) == 5
+    raw = set(adult_table()["age"].to_pylist())
+    assert not {r["age"] for r in rows} & raw
+    assert ctx.sql("SELECT * FROM pbg_anonymize('p', '1,1,1,1,1,1,1')").limit(3).count() == 3
+
+
+def test_register_twice_keeps_profiles(ctx):
+    pbg.register(ctx)
+    assert ctx.sql("SELECT k FROM pbg_evaluate('p', '1,2,1,1,2,1,1')").to_pylist() == [{"k": 1}]
+
+
+def test_pick_without_requirements_refused(tmp_path):
+    with pytest.raises(pbg.PbgError, match="needs requirements"):
+        pbg.anonymize(ARX7, tmp_path / "raw.csv", pick="measure")
+    assert not (tmp_path / "raw.csv").exists()
+
+
+def test_node_argument_checked():
+    with pytest.raises(pbg.PbgError, match="one integer level per QI"):
+        pbg.evaluate(ARX7, [1.9, 0, 0, 0, 0, 0, 0])

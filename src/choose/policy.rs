@@ -584,17 +584,31 @@ impl Policy {
             .map(str::to_ascii_lowercase)
             .as_deref()
         {
-            None | Some("") | Some("measure") => match (&t.minimize, &t.maximize) {
-                (Some(m), None) => Choice::Minimize(Measure::parse_as(m, "minimize")?),
-                (None, Some(m)) => Choice::Maximize(Measure::parse_as(m, "maximize")?),
-                (None, None) => Choice::Minimize(Measure::Glm),
-                (Some(_), Some(_)) => {
+            None | Some("") | Some("measure") => {
+                let choice = match (&t.minimize, &t.maximize) {
+                    (Some(m), None) => Choice::Minimize(Measure::parse_as(m, "minimize")?),
+                    (None, Some(m)) => Choice::Maximize(Measure::parse_as(m, "maximize")?),
+                    (None, None) => Choice::Minimize(Measure::Glm),
+                    (Some(_), Some(_)) => {
+                        return Err(PbgError::argument(
+                            "minimize",
+                            "give --minimize or --maximize, not both".to_string(),
+                        ));
+                    }
+                };
+                // The least of a measure with nothing required is the bottom node: the data as it
+                // is, released as if anonymized. Refuse rather than do that silently.
+                if let (Choice::Minimize(m), true) = (&choice, require.is_empty()) {
                     return Err(PbgError::argument(
-                        "minimize",
-                        "give --minimize or --maximize, not both".to_string(),
+                        "require",
+                        format!(
+                            "a pick that minimizes {} needs requirements (e.g. --require 'k>=10,l>=2'): without any, the least-loss node is the data as it is",
+                            m.name()
+                        ),
                     ));
                 }
-            },
+                choice
+            }
             Some(c @ ("lex" | "goal" | "wtd")) => {
                 let objectives = Objective::parse_list(
                     &need(&t.objectives, "objectives", &format!("the {c} rule"))?,
