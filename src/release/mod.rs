@@ -9,6 +9,7 @@ mod check;
 mod fingerprint;
 mod job;
 mod kept;
+mod ordered;
 mod plan;
 mod stream;
 mod text;
@@ -108,6 +109,18 @@ pub async fn write_frame(
             path: path.to_path_buf(),
             message: "the write plan has no input".into(),
         })?;
+    // DataFusion merges the partitions a single file is written from as they arrive: concatenate
+    // them in partition order instead, so that the release is the same file on every run.
+    let child: Arc<dyn datafusion::physical_plan::ExecutionPlan> =
+        if child.name() == "CoalescePartitionsExec" && child.children().len() == 1 {
+            let ahead = state.config().target_partitions();
+            Arc::new(ordered::OrderedConcatExec::new(
+                child.children()[0].clone(),
+                ahead,
+            ))
+        } else {
+            child
+        };
     let wrapped = FingerprintExec::wrap(child, &acc).map_err(fail)?;
     #[allow(deprecated)]
     let sink = sink.with_new_children(vec![wrapped]).map_err(fail)?;
