@@ -279,3 +279,13 @@ def test_pick_without_requirements_refused(tmp_path):
 def test_node_argument_checked():
     with pytest.raises(pbg.PbgError, match="one integer level per QI"):
         pbg.evaluate(ARX7, [1.9, 0, 0, 0, 0, 0, 0])
+
+
+def test_profile_over_a_datafusion_dataframe():
+    """The data of the caller's session reaches pbg as a DataFrame (Arrow C stream), the way the
+    refusal of `table = ...` advises."""
+    ctx = datafusion.SessionContext()
+    ctx.register_csv("adult", str(ADULT / "adult.csv"), delimiter=";")
+    profile = pbg.Profile.from_file(ARX7, input=ctx.table("adult"))
+    got = pbg.evaluate(profile, [1, 2, 1, 1, 2, 1, 1])
+    assert (got["k"], got["classes"], got["l_distinct"]) == (1, 256, 1)

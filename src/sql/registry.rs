@@ -55,7 +55,7 @@ pub fn is_foreign(session: &dyn Session) -> bool {
 /// Why a table named in a profile cannot be read from a foreign session, and what to do instead.
 pub fn foreign_tables_hint(function: &str, table: &str) -> DataFusionError {
     DataFusionError::Plan(format!(
-        "{function}: table `{table}` is registered in another library's session (datafusion-python), which pbg cannot read across datafusion-ffi: name the data by path in the profile (input = \"people/\"), or give it to pbg.Profile(input=...) as a pyarrow Table or polars DataFrame"
+        "{function}: table `{table}` is registered in another library's session (datafusion-python), which pbg cannot read across datafusion-ffi: name the data by path in the profile (input = \"people/\"), or use pbg.Profile(input=ctx.table(\"{table}\")) (a DataFrame, pyarrow Table or polars DataFrame streams to pbg through the Arrow C stream interface)"
     ))
 }
 
