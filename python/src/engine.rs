@@ -10,6 +10,7 @@ use datafusion::prelude::SessionContext;
 use pbg::Evaluator;
 use pbg::indices::Present;
 use pbg::input::block_on;
+use pbg::policy::PolicyText;
 use pbg::profile::Profile;
 use pbg::release::Job;
 use pbg::sql::Registry;
@@ -160,14 +161,16 @@ impl Engine {
     ) -> PyResult<String> {
         let job = Job {
             node,
-            pick,
-            require,
-            minimize,
-            maximize,
-            objectives,
-            significance,
-            goal,
-            weights,
+            policy: PolicyText {
+                comparator: pick,
+                require,
+                minimize,
+                maximize,
+                objectives,
+                significance,
+                goal,
+                weights,
+            },
             suppression_rule,
         };
         let mut profile = self.profile(name)?;

@@ -80,14 +80,16 @@ pub fn run_report(mut a: AnonymizeArgs) -> anyhow::Result<()> {
 fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
     let job = Job {
         node: a.node.clone(),
-        pick: a.pick.clone(),
-        require: a.policy.require.clone(),
-        minimize: a.minimize.clone(),
-        maximize: a.maximize.clone(),
-        objectives: a.objectives.clone(),
-        significance: a.significance.clone(),
-        goal: a.goal.clone(),
-        weights: a.weights.clone(),
+        policy: pbg::policy::PolicyText {
+            comparator: a.pick.clone(),
+            require: a.policy.require.clone(),
+            minimize: a.minimize.clone(),
+            maximize: a.maximize.clone(),
+            objectives: a.objectives.clone(),
+            significance: a.significance.clone(),
+            goal: a.goal.clone(),
+            weights: a.weights.clone(),
+        },
         suppression_rule: a.suppression_rule.clone(),
     };
     let mut profile = a.profile.profile()?;

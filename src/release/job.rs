@@ -21,25 +21,11 @@ use crate::suppression::SuppressionRule;
 /// What to release: an explicit node, or a policy that picks one.
 #[derive(Debug, Clone, Default)]
 pub struct Job {
-    /// An explicit node `L1,L2,..` (exclusive with `pick`).
+    /// An explicit node `L1,L2,..` (exclusive with a pick).
     pub node: Option<String>,
-    /// The comparator rule of a pick (`measure`, `lex`, `goal`, `wtd`, ...).
-    pub pick: Option<String>,
-    /// Requirements `INDEX>=V,..`: what a picked node must meet, or what a given node is checked
-    /// against before anything is written.
-    pub require: Option<String>,
-    /// The policy's other parts (see [`PolicyText`]).
-    pub minimize: Option<String>,
-    /// See [`PolicyText`].
-    pub maximize: Option<String>,
-    /// See [`PolicyText`].
-    pub objectives: Option<String>,
-    /// See [`PolicyText`].
-    pub significance: Option<String>,
-    /// See [`PolicyText`].
-    pub goal: Option<String>,
-    /// See [`PolicyText`].
-    pub weights: Option<String>,
+    /// The policy of a pick (`comparator` set: `measure`, `lex`, `goal`, `wtd`); its
+    /// requirements also check an explicit node before anything is written.
+    pub policy: PolicyText,
     /// The suppression rule: `requirements` or `dbsec` (default: `requirements` when there are
     /// requirements, else `dbsec`).
     pub suppression_rule: Option<String>,
@@ -76,14 +62,16 @@ pub fn suppression_rule(flag: Option<&str>, require: Option<&str>) -> Result<Sup
 impl Job {
     /// Applies the job's suppression rule to `profile` (call before [`Job::run`]).
     pub fn apply_rule(&self, profile: &mut Profile) -> Result<()> {
-        profile.suppression_rule =
-            suppression_rule(self.suppression_rule.as_deref(), self.require.as_deref())?;
+        profile.suppression_rule = suppression_rule(
+            self.suppression_rule.as_deref(),
+            self.policy.require.as_deref(),
+        )?;
         Ok(())
     }
 
     /// The policy of a pick (`None` for an explicit node); errors name the bad part.
     pub fn policy(&self, profile: &Profile) -> Result<Option<Policy>> {
-        match (&self.node, &self.pick) {
+        match (&self.node, &self.policy.comparator) {
             (None, None) => Err(PbgError::argument(
                 "--node",
                 "give --node L1,L2,... or --pick (with --require ... and a rule)".to_string(),
@@ -93,17 +81,8 @@ impl Job {
                 "give either a node or a pick, not both".to_string(),
             )),
             (Some(_), None) => Ok(None),
-            (None, Some(rule)) => Ok(Some(Policy::parse(
-                &PolicyText {
-                    comparator: Some(rule.clone()),
-                    require: self.require.clone(),
-                    minimize: self.minimize.clone(),
-                    maximize: self.maximize.clone(),
-                    objectives: self.objectives.clone(),
-                    significance: self.significance.clone(),
-                    goal: self.goal.clone(),
-                    weights: self.weights.clone(),
-                },
+            (None, Some(_)) => Ok(Some(Policy::parse(
+                &self.policy,
                 Present::of_profile(profile),
             )?)),
         }
@@ -130,7 +109,7 @@ impl Job {
             ));
         };
         let node = ev.parse_node(text)?;
-        let require = match &self.require {
+        let require = match &self.policy.require {
             Some(r) => Requirement::parse_list(r)?,
             None => Vec::new(),
         };
