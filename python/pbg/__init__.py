@@ -116,7 +116,7 @@ def register(ctx: Any) -> list[str]:
     # Registering again keeps the same functions (and so the profiles already declared).
     functions = _registered.get(ctx)
     if functions is None:
-        functions = _pbg.functions()
+        functions = _pbg.functions(ctx)
         _registered[ctx] = functions
     names = []
     for f in functions:

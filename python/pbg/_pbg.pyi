@@ -23,8 +23,8 @@ class Function:
     def table_capsule(self, session: Any) -> Any:
         """An ``FFI_TableFunction`` PyCapsule bound to ``session``'s codec (table functions only)."""
 
-def functions() -> list[Function]:
-    """Every pbg function over one fresh profile registry."""
+def functions(ctx: Any) -> list[Function]:
+    """Every pbg function over one fresh profile registry, reading tables of ``ctx`` by name."""
 
 class ArrowStream:
     """Record batches handed over once through the Arrow PyCapsule interface."""

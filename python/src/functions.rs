@@ -34,10 +34,14 @@ enum Kind {
     Table(Arc<dyn TableFunctionImpl>),
 }
 
-/// Every pbg function over one fresh registry.
+/// Every pbg function over one fresh registry, for the datafusion-python session `ctx`, whose
+/// tables the table functions read by name.
 #[pyfunction]
-pub fn functions() -> Vec<Function> {
+pub fn functions(ctx: Py<PyAny>) -> PyResult<Vec<Function>> {
     let registry = Arc::new(Registry::default());
+    registry
+        .set_foreign_tables(crate::session_tables::of_session(ctx))
+        .map_err(pbg)?;
     // The distance aggregates get no session from their caller: they read profiles through the
     // session the registry last saw a pbg table function called in.
     let seen = registry.clone();
@@ -62,7 +66,7 @@ pub fn functions() -> Vec<Function> {
             kind: Kind::Table(f),
         });
     }
-    out
+    Ok(out)
 }
 
 fn capsule_name(kind: &str) -> &'static CStr {

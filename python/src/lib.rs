@@ -12,6 +12,7 @@ mod engine;
 mod error;
 mod functions;
 mod runtime;
+mod session_tables;
 
 use pyo3::prelude::*;
 

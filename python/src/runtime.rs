@@ -21,6 +21,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::Stream;
+use pyo3::Python;
 use tokio::runtime::Handle;
 
 /// A table function whose tables are planned on pbg's runtime.
@@ -29,7 +30,9 @@ pub struct OnPbgRuntime(pub Arc<dyn TableFunctionImpl>);
 
 impl TableFunctionImpl for OnPbgRuntime {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let table = self.0.call_with_args(args)?;
+        // The call may read the caller's tables, which datafusion-python streams from threads
+        // that take the GIL: do not hold it while waiting.
+        let table = Python::attach(|py| py.detach(|| self.0.call_with_args(args)))?;
         Ok(Arc::new(Table(table)))
     }
 }
@@ -63,8 +66,10 @@ impl TableProvider for Table {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // Planning is short (no rows are read): wait for it on pbg's runtime.
-        let plan = pbg::input::block_on(self.0.scan(session, projection, filters, limit))
-            .map_err(|e| DataFusionError::External(Box::new(e)))??;
+        let plan = Python::attach(|py| {
+            py.detach(|| pbg::input::block_on(self.0.scan(session, projection, filters, limit)))
+        })
+        .map_err(|e| DataFusionError::External(Box::new(e)))??;
         let handle =
             pbg::input::runtime_handle().map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(Arc::new(Exec {

@@ -211,15 +211,34 @@ def test_bad_column_in_sql_raises(ctx, tmp_path):
         ctx.sql("SELECT * FROM pbg_evaluate('bad', '0')").collect()
 
 
-def test_session_tables_refused_clearly_and_kept(ctx):
-    """A profile naming a table of the caller's session is refused with what to do instead (pbg
-    cannot read it across datafusion-ffi), and pbg's calls leave the session's tables in place."""
+def test_profile_over_a_session_table(ctx, tmp_path):
+    """A profile naming a table of the caller's session (`table = "adult"`): pbg reads it through
+    datafusion-python (Arrow C stream), afresh for each query, and the session keeps its tables."""
     toml = arx7_toml('table = "adult"')
     ctx.sql(f"SELECT * FROM pbg_profile('t', $${toml}$$)").collect()
-    with pytest.raises(Exception, match="table `adult` is registered in another library's session"):
-        ctx.sql("SELECT * FROM pbg_evaluate('t', '1,2,1,1,2,1,1')").collect()
+    got = ctx.sql("SELECT k, classes, l_distinct FROM pbg_evaluate('t', '1,2,1,1,2,1,1')").to_pylist()
+    assert got == [{"k": 1, "classes": 256, "l_distinct": 1}]
+    assert ctx.sql("SELECT count(*) AS n FROM pbg_lattice('t')").to_pylist() == [{"n": 2160}]
+    out = tmp_path / "t"
+    ctx.sql(
+        f"COPY (SELECT * FROM pbg_anonymize('t', '1,1,1,1,1,1,1')) TO '{out.as_posix()}/' STORED AS PARQUET"
+    ).collect()
+    released = pl.concat([pl.read_parquet(f).cast(pl.String) for f in sorted(out.glob("*.parquet"))])
+    assert released.height == 30162
+    assert not set(released["age"].unique().to_list()) & set(adult_table()["age"].to_pylist())
+    # A table registered after the declaration, under the profile's name, is read as it is now.
+    ctx.register_record_batches("later", [adult_table().slice(0, 1000).to_batches()])
+    later = arx7_toml('table = "later"')
+    ctx.sql(f"SELECT * FROM pbg_profile('u', $${later}$$)").collect()
+    rows = ctx.sql("SELECT sum(classes) AS c FROM pbg_evaluate('u', '0,0,0,0,0,0,0')").to_pylist()
+    assert rows[0]["c"] <= 1000
     assert "adult" in ctx.catalog("datafusion").schema("public").names()
     assert ctx.sql("SELECT count(*) AS n FROM adult").to_pylist() == [{"n": 30162}]
+    # A table that does not exist is named in the error.
+    nope = arx7_toml('table = "nope"')
+    ctx.sql(f"SELECT * FROM pbg_profile('v', $${nope}$$)").collect()
+    with pytest.raises(Exception, match="nope"):
+        ctx.sql("SELECT * FROM pbg_evaluate('v', '0,0,0,0,0,0,0')").collect()
 
 
 def test_not_arrow_input_raises():

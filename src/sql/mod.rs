@@ -47,7 +47,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 pub use generalize::{decode_generalize_udf, encode_generalize_udf};
-pub use registry::{Registry, context_of, is_foreign};
+pub use registry::{ForeignTables, Registry, context_of, is_foreign};
 
 /// Where the distance aggregates find the session that declared a profile (to read its whole
 /// sensitive distribution): `None` when there is none in this process.

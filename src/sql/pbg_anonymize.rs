@@ -19,7 +19,7 @@ use std::sync::Arc;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
 
-use super::registry::{Registry, context_of};
+use super::registry::Registry;
 use super::table::{arity, plan, string_arg};
 use crate::input::{self, block_on};
 use crate::policy::{Policy, PolicyText, pick};
@@ -80,7 +80,7 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
             }
             ev.parse_node(&how).map_err(|e| plan(NAME, e))?
         };
-        let ctx = context_of(NAME, args.session())?;
+        let ctx = self.registry.context_for(NAME, args.session(), &profile)?;
         let df = block_on(input::open(&ctx, &profile.input, profile.delimiter))
             .map_err(|e| plan(NAME, e))?
             .map_err(|e| plan(NAME, e))?;

@@ -48,7 +48,7 @@ impl TableFunctionImpl for PbgSliceFunc {
         )?;
         let name = string_arg(NAME, exprs, 0, "the profile")?;
         let profile = self.registry.declaration(NAME, &name)?;
-        let ctx = super::registry::context_of(NAME, args.session())?;
+        let ctx = self.registry.context_for(NAME, args.session(), &profile)?;
         let l = int_arg(NAME, exprs, 1, "l")?;
         if l < 1 {
             return plan_err!("{NAME}: l must be at least 1, got {l}");

@@ -24,7 +24,7 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
 use datafusion::datasource::MemTable;
 
-use super::registry::{Registry, context_of};
+use super::registry::Registry;
 use super::table::{arity, plan, string_arg};
 use crate::input::block_on;
 use crate::policy::Requirement;
@@ -63,7 +63,9 @@ impl TableFunctionImpl for PbgVerifyFunc {
             _ => Vec::new(),
         };
         let ev = self.registry.statistics(NAME, &name, args.session())?;
-        let ctx = context_of(NAME, args.session())?;
+        let ctx = self
+            .registry
+            .context_for(NAME, args.session(), &ev.dataset().profile)?;
         let present = crate::indices::Present::of(ev.dataset());
         for r in &require {
             r.measure

@@ -27,6 +27,23 @@ pub struct Registry {
     /// The last session from another library (datafusion-python) a pbg function was called in:
     /// where the distance aggregates, which get no session, read profiles there.
     foreign: RwLock<Option<SessionState>>,
+    /// How a face that owns a foreign session reads its tables (the Python module streams them
+    /// through the Arrow C stream interface); without it they are refused.
+    foreign_tables: RwLock<Option<ForeignTables>>,
+}
+
+/// Reads a table of a foreign session by name, as a provider pbg's own session can scan.
+#[derive(Clone)]
+pub struct ForeignTables(pub Arc<ReadTable>);
+
+/// The function behind [`ForeignTables`].
+pub type ReadTable =
+    dyn Fn(&str) -> Result<Arc<dyn datafusion::catalog::TableProvider>> + Send + Sync;
+
+impl std::fmt::Debug for ForeignTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForeignTables")
+    }
 }
 
 /// The context of the session a function is called in (its catalogs, configuration and runtime).
@@ -64,6 +81,35 @@ fn lock_error() -> DataFusionError {
 }
 
 impl Registry {
+    /// Sets how tables of foreign sessions are read (see [`ForeignTables`]).
+    pub fn set_foreign_tables(&self, tables: ForeignTables) -> Result<()> {
+        *self.foreign_tables.write().map_err(|_| lock_error())? = Some(tables);
+        Ok(())
+    }
+
+    /// The context in which `function`, called in `session`, reads `profile`: [`context_of`],
+    /// plus, for a foreign session, the profile's table read through [`ForeignTables`].
+    pub fn context_for(
+        &self,
+        function: &str,
+        session: &dyn Session,
+        profile: &Profile,
+    ) -> Result<SessionContext> {
+        let ctx = context_of(function, session)?;
+        if let (true, crate::input::Input::Table(t)) = (is_foreign(session), &profile.input) {
+            let tables = self
+                .foreign_tables
+                .read()
+                .map_err(|_| lock_error())?
+                .clone();
+            let Some(tables) = tables else {
+                return Err(foreign_tables_hint(function, t));
+            };
+            ctx.register_table(t.as_str(), (tables.0)(t)?)?;
+        }
+        Ok(ctx)
+    }
+
     /// Remembers `session` when it comes from another library (see [`Registry::foreign_session`]).
     pub fn remember(&self, function: &str, session: &dyn Session) -> Result<()> {
         if is_foreign(session) {
@@ -161,11 +207,8 @@ impl Registry {
         rows: bool,
     ) -> Result<Arc<Evaluator>> {
         let profile = self.declaration(function, name)?;
-        if let (true, crate::input::Input::Table(t)) = (is_foreign(session), &profile.input) {
-            return Err(foreign_tables_hint(function, t));
-        }
         self.remember(function, session)?;
-        let ctx = context_of(function, session)?;
+        let ctx = self.context_for(function, session, &profile)?;
         let read = async {
             if rows {
                 crate::statistics::rows_in(&ctx, &profile).await
