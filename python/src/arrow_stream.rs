@@ -14,9 +14,9 @@ use crate::error::pbg;
 
 const STREAM: &CStr = c"arrow_array_stream";
 
-/// The batches of `data`, an object with `__arrow_c_stream__` (pyarrow, polars, ...). `what`
-/// names it in errors.
-pub fn import(data: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
+/// A reader of `data`, an object with `__arrow_c_stream__` (pyarrow, polars, a datafusion-python
+/// DataFrame, ...). `what` names it in errors.
+pub fn reader(data: &Bound<'_, PyAny>, what: &str) -> PyResult<ArrowArrayStreamReader> {
     if !data.hasattr("__arrow_c_stream__")? {
         let kind = data.get_type().name()?.to_string();
         return Err(pbg(format!(
@@ -34,8 +34,12 @@ pub fn import(data: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<R
             FFI_ArrowArrayStream::empty(),
         )
     };
-    let reader =
-        ArrowArrayStreamReader::try_new(stream).map_err(|e| pbg(format!("{what}: {e}")))?;
+    ArrowArrayStreamReader::try_new(stream).map_err(|e| pbg(format!("{what}: {e}")))
+}
+
+/// The batches of `data` (see [`reader`]).
+pub fn import(data: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
+    let reader = reader(data, what)?;
     let schema = reader.schema();
     let batches = reader
         .collect::<Result<Vec<_>, _>>()

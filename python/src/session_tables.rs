@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::ffi::FFI_ArrowSchema;
-use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use datafusion::catalog::TableProvider;
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::error::DataFusionError;
@@ -89,16 +88,9 @@ impl PartitionStream for SessionTable {
         let ctx = self.ctx.clone();
         let name = self.name.clone();
         std::thread::spawn(move || {
-            let reader = Python::attach(|py| -> PyResult<ArrowArrayStreamReader> {
-                let capsule = ctx
-                    .bind(py)
-                    .call_method1("table", (name.as_str(),))?
-                    .call_method0("__arrow_c_stream__")?;
-                let ffi = take_capsule::<FFI_ArrowArrayStream>(&capsule, c"arrow_array_stream")?;
-                // Move the stream out, leaving a released one behind, as a consumer must.
-                let stream = unsafe { std::ptr::replace(ffi, FFI_ArrowArrayStream::empty()) };
-                ArrowArrayStreamReader::try_new(stream)
-                    .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+            let reader = Python::attach(|py| {
+                let table = ctx.bind(py).call_method1("table", (name.as_str(),))?;
+                crate::arrow_stream::reader(&table, &format!("table `{name}`"))
             });
             match reader {
                 Err(e) => {
