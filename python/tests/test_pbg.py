@@ -308,3 +308,15 @@ def test_profile_over_a_datafusion_dataframe():
     profile = pbg.Profile.from_file(ARX7, input=ctx.table("adult"))
     got = pbg.evaluate(profile, [1, 2, 1, 1, 2, 1, 1])
     assert (got["k"], got["classes"], got["l_distinct"]) == (1, 256, 1)
+
+
+def test_distance_aggregate_over_a_session_table_profile(ctx):
+    toml = arx7_toml('table = "adult"')
+    ctx.sql(f"SELECT * FROM pbg_profile('w', $${toml}$$)").collect()
+    by_table = ctx.sql(
+        "SELECT max(t) AS t FROM (SELECT emd_equal(occupation, 'w') AS t FROM adult GROUP BY sex)"
+    ).to_pylist()[0]["t"]
+    by_path = ctx.sql(
+        "SELECT max(t) AS t FROM (SELECT emd_equal(occupation, 'p') AS t FROM adult GROUP BY sex)"
+    ).to_pylist()[0]["t"]
+    assert by_table == pytest.approx(by_path) and 0.0 < by_table < 1.0

@@ -96,16 +96,22 @@ impl Registry {
         profile: &Profile,
     ) -> Result<SessionContext> {
         let ctx = context_of(function, session)?;
-        if let (true, crate::input::Input::Table(t)) = (is_foreign(session), &profile.input) {
+        if let crate::input::Input::Table(t) = &profile.input {
             let tables = self
                 .foreign_tables
                 .read()
                 .map_err(|_| lock_error())?
                 .clone();
-            let Some(tables) = tables else {
-                return Err(foreign_tables_hint(function, t));
-            };
-            ctx.register_table(t.as_str(), (tables.0)(t)?)?;
+            // A foreign session's tables, and (for the distance aggregates, which read profiles
+            // in the session remembered from one) a table pbg's own session does not hold.
+            let missing = !ctx.table_exist(t.as_str()).unwrap_or(false);
+            match tables {
+                Some(tables) if missing || is_foreign(session) => {
+                    ctx.register_table(t.as_str(), (tables.0)(t)?)?;
+                }
+                None if is_foreign(session) => return Err(foreign_tables_hint(function, t)),
+                _ => {}
+            }
         }
         Ok(ctx)
     }
