@@ -38,7 +38,7 @@ __version__: str = _pbg.__version__
 #: The name a profile is declared under in the session behind the Pythonic layer.
 _PROFILE = "profile"
 #: The table Arrow input data is registered as there.
-_INPUT = "__pbg_input"
+_INPUT = "input"
 
 
 def _datafusion() -> Any:
