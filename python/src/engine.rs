@@ -71,6 +71,9 @@ impl Engine {
     /// copying its buffers.
     fn register_arrow(&self, name: &str, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let (schema, batches) = import(data, &format!("table `{name}`"))?;
+        // Refused here, before DataFusion sees the schema, with the engine's message.
+        pbg::input::check_unique_columns(&pbg::input::Input::Table(name.to_string()), &schema)
+            .map_err(pbg)?;
         let n = self.ctx.state().config().target_partitions();
         let table = MemTable::try_new(schema, partitions(batches, n)).map_err(datafusion)?;
         self.ctx.deregister_table(name).map_err(datafusion)?;

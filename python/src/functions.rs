@@ -42,10 +42,9 @@ pub fn functions(ctx: Py<PyAny>) -> PyResult<Vec<Function>> {
     registry
         .set_foreign_tables(crate::session_tables::of_session(ctx))
         .map_err(pbg)?;
-    // The distance aggregates get no session from their caller: they read profiles through the
-    // session the registry last saw a pbg table function called in.
-    let seen = registry.clone();
-    let session: SessionSource = Arc::new(move || seen.foreign_session());
+    // The distance aggregates get no session from their caller: they read profiles in a session
+    // of pbg's own (a session table through the registry's foreign tables).
+    let session: SessionSource = Arc::new(|| Some(pbg::input::new_context().state()));
     let all = pbg::sql::functions_with(registry, session);
     let mut out = Vec::new();
     for f in all.scalar {

@@ -232,6 +232,9 @@ def test_profile_over_a_session_table(ctx, tmp_path):
     ctx.sql(f"SELECT * FROM pbg_profile('u', $${later}$$)").collect()
     rows = ctx.sql("SELECT sum(classes) AS c FROM pbg_evaluate('u', '0,0,0,0,0,0,0')").to_pylist()
     assert rows[0]["c"] <= 1000
+    # pbg_correlation reads a session table the same way.
+    pairs = ctx.sql("SELECT a, b FROM pbg_correlation('adult', 'sex,race')").to_pylist()
+    assert pairs == [{"a": "sex", "b": "race"}]
     assert "adult" in ctx.catalog("datafusion").schema("public").names()
     assert ctx.sql("SELECT count(*) AS n FROM adult").to_pylist() == [{"n": 30162}]
     # A table that does not exist is named in the error.
@@ -320,3 +323,21 @@ def test_distance_aggregate_over_a_session_table_profile(ctx):
         "SELECT max(t) AS t FROM (SELECT emd_equal(occupation, 'p') AS t FROM adult GROUP BY sex)"
     ).to_pylist()[0]["t"]
     assert by_table == pytest.approx(by_path) and 0.0 < by_table < 1.0
+
+
+def test_duplicate_column_names_refused():
+    data = pa.Table.from_arrays([pa.array(["1"]), pa.array(["2"]), pa.array(["x"])], names=["age", "age", "job"])
+    profile = pbg.Profile(input=data, qis={"age": {"1": ["*"], "2": ["*"]}}, sensitive="job")
+    with pytest.raises(pbg.PbgError, match="column `age` appears twice"):
+        pbg.evaluate(profile, [0])
+
+
+def test_leading_zeros_kept_as_written(tmp_path):
+    """Values such as 007 reach the release as written: no type inference rewrites them."""
+    data = pa.table({"zip": ["007", "07", "7", "007"], "job": ["a", "b", "a", "b"]})
+    profile = pbg.Profile(input=data, qis={"zip": {"type": "mask", "steps": 1}}, sensitive="job")
+    out = tmp_path / "r.csv"
+    report = pbg.anonymize(profile, out, node=[0])
+    assert report["verified"] is True
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["007", "07", "7", "007"]

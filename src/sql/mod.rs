@@ -124,7 +124,7 @@ pub fn functions_with(registry: Arc<Registry>, session: SessionSource) -> Functi
         ),
         (
             "pbg_correlation",
-            Arc::new(pbg_correlation::PbgCorrelationFunc),
+            Arc::new(pbg_correlation::PbgCorrelationFunc::new(r())),
         ),
         ("pbg_slice", Arc::new(pbg_slice::PbgSliceFunc::new(r()))),
     ];

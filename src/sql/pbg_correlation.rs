@@ -31,8 +31,17 @@ const NAME: &str = "pbg_correlation";
 const BINS: usize = 10;
 
 /// The `pbg_correlation` table function.
-#[derive(Debug, Default)]
-pub struct PbgCorrelationFunc;
+#[derive(Debug)]
+pub struct PbgCorrelationFunc {
+    registry: Arc<super::registry::Registry>,
+}
+
+impl PbgCorrelationFunc {
+    /// Creates the function over a registry (which knows how to read a foreign session's tables).
+    pub fn new(registry: Arc<super::registry::Registry>) -> Self {
+        PbgCorrelationFunc { registry }
+    }
+}
 
 impl TableFunctionImpl for PbgCorrelationFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
@@ -48,10 +57,10 @@ impl TableFunctionImpl for PbgCorrelationFunc {
         } else {
             Vec::new()
         };
-        if super::registry::is_foreign(args.session()) {
-            return Err(super::registry::foreign_tables_hint(NAME, &name));
-        }
-        let state = super::registry::context_of(NAME, args.session())?.state();
+        let state = self
+            .registry
+            .context_with_table(NAME, args.session(), &name)?
+            .state();
         let schema_provider = state.schema_for_ref(name.as_str())?;
         let table_name = name.rsplit('.').next().unwrap_or(&name).to_string();
         // Registered tables are looked up without I/O, so waiting here does not block a runtime.

@@ -69,7 +69,6 @@ impl TableFunctionImpl for PbgProfileFunc {
             return datafusion::common::plan_err!("{NAME}: the profile name must not be empty");
         }
         let text = string_arg(NAME, exprs, 1, "the profile TOML")?;
-        self.registry.remember(NAME, args.session())?;
         let origin = format!("{NAME}('{name}')");
         let trimmed = text.trim();
         let profile = if !trimmed.contains('\n') && trimmed.ends_with(".toml") {

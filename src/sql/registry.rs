@@ -24,9 +24,6 @@ use crate::profile::Profile;
 pub struct Registry {
     profiles: RwLock<HashMap<String, Profile>>,
     hierarchies: RwLock<HashMap<String, Arc<Hierarchy>>>,
-    /// The last session from another library (datafusion-python) a pbg function was called in:
-    /// where the distance aggregates, which get no session, read profiles there.
-    foreign: RwLock<Option<SessionState>>,
     /// How a face that owns a foreign session reads its tables (the Python module streams them
     /// through the Arrow C stream interface); without it they are refused.
     foreign_tables: RwLock<Option<ForeignTables>>,
@@ -49,11 +46,11 @@ impl std::fmt::Debug for ForeignTables {
 /// The context of the session a function is called in (its catalogs, configuration and runtime).
 ///
 /// A session from another library (datafusion-python, through datafusion-ffi) is not a
-/// `SessionState`: pbg then plans in a session of its own with the caller's settings, over paths
-/// only. Reading the caller's tables would mean polling its streams on pbg's runtime, and
-/// datafusion-ffi makes the other library enter runtime handles it got from pbg as raw memory —
-/// which crashed the interpreter in testing (see [`foreign_tables_hint`]).
-pub fn context_of(_function: &str, session: &dyn Session) -> Result<SessionContext> {
+/// `SessionState`: pbg then plans in a session of its own with the caller's settings. Its tables
+/// are not read through its providers — datafusion-ffi makes the other library enter runtime
+/// handles it got from pbg as raw memory, which crashed the interpreter in testing — but through
+/// the face's [`ForeignTables`] (see [`Registry::context_with_table`]).
+pub fn context_of(session: &dyn Session) -> Result<SessionContext> {
     if let Some(state) = session.as_any().downcast_ref::<SessionState>() {
         return Ok(SessionContext::new_with_state(state.clone()));
     }
@@ -88,46 +85,43 @@ impl Registry {
     }
 
     /// The context in which `function`, called in `session`, reads `profile`: [`context_of`],
-    /// plus, for a foreign session, the profile's table read through [`ForeignTables`].
+    /// with the profile's table made readable (see [`Registry::context_with_table`]).
     pub fn context_for(
         &self,
         function: &str,
         session: &dyn Session,
         profile: &Profile,
     ) -> Result<SessionContext> {
-        let ctx = context_of(function, session)?;
-        if let crate::input::Input::Table(t) = &profile.input {
-            let tables = self
-                .foreign_tables
-                .read()
-                .map_err(|_| lock_error())?
-                .clone();
-            // A foreign session's tables, and (for the distance aggregates, which read profiles
-            // in the session remembered from one) a table pbg's own session does not hold.
-            let missing = !ctx.table_exist(t.as_str()).unwrap_or(false);
-            match tables {
-                Some(tables) if missing || is_foreign(session) => {
-                    ctx.register_table(t.as_str(), (tables.0)(t)?)?;
-                }
-                None if is_foreign(session) => return Err(foreign_tables_hint(function, t)),
-                _ => {}
+        match &profile.input {
+            crate::input::Input::Table(t) => self.context_with_table(function, session, t),
+            crate::input::Input::Path(_) => context_of(session),
+        }
+    }
+
+    /// [`context_of`] `session`, holding `table`: a foreign session's table (or one pbg's own
+    /// session lacks, as when the distance aggregates read a profile outside any session) is
+    /// registered through [`ForeignTables`]; without them a foreign session's table is refused.
+    pub fn context_with_table(
+        &self,
+        function: &str,
+        session: &dyn Session,
+        table: &str,
+    ) -> Result<SessionContext> {
+        let ctx = context_of(session)?;
+        let tables = self
+            .foreign_tables
+            .read()
+            .map_err(|_| lock_error())?
+            .clone();
+        let missing = !ctx.table_exist(table).unwrap_or(false);
+        match tables {
+            Some(tables) if missing || is_foreign(session) => {
+                ctx.register_table(table, (tables.0)(table)?)?;
             }
+            None if is_foreign(session) => return Err(foreign_tables_hint(function, table)),
+            _ => {}
         }
         Ok(ctx)
-    }
-
-    /// Remembers `session` when it comes from another library (see [`Registry::foreign_session`]).
-    pub fn remember(&self, function: &str, session: &dyn Session) -> Result<()> {
-        if is_foreign(session) {
-            let state = context_of(function, session)?.state();
-            *self.foreign.write().map_err(|_| lock_error())? = Some(state);
-        }
-        Ok(())
-    }
-
-    /// The last session from another library a pbg function was called in, if any.
-    pub fn foreign_session(&self) -> Option<SessionState> {
-        self.foreign.read().ok().and_then(|s| s.clone())
     }
 
     /// Declares (or replaces) profile `name`. Hierarchies that need no data (ARX files, inline
@@ -213,7 +207,6 @@ impl Registry {
         rows: bool,
     ) -> Result<Arc<Evaluator>> {
         let profile = self.declaration(function, name)?;
-        self.remember(function, session)?;
         let ctx = self.context_for(function, session, &profile)?;
         let read = async {
             if rows {
