@@ -50,6 +50,34 @@ fn the_icde_2007_tables_have_the_papers_distances() {
     assert_eq!(t3v["p_risk"], serde_json::json!(vec![1.0 / 3.0; 9]));
 }
 
+/// Sensitive values are compared by their text as written, like every value pbg releases: "1",
+/// "01" and "1.0" are three values. The numeric order of `t_ordered` places them by number, ties
+/// by text. (Merging them would give l = 2 and t_equal = 1/6; ordering by text, t_ordered = 1/6.)
+#[test]
+fn sensitive_values_are_their_text_ordered_by_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d.csv");
+    std::fs::write(&data, "zip,s\n1,1\n1,01\n2,1.0\n2,10\n2,2\n1,2\n").unwrap();
+    let zip = dir.path().join("zip.csv");
+    std::fs::write(&zip, "1;*\n2;*\n").unwrap();
+    let qi = format!("zip={}", zip.display());
+    let ix = pbg_json(&[
+        "evaluate",
+        "--input",
+        data.to_str().unwrap(),
+        "--qi",
+        &qi,
+        "--sensitive",
+        "s",
+        "--node",
+        "0",
+    ]);
+    assert_eq!(ix["l_distinct"], 3, "{ix}");
+    assert!(close(&ix["t_equal"], 1.0 / 3.0), "{ix}");
+    // Order 01, 1, 1.0, 2, 10 (numeric, ties by text); the class {1.0, 10, 2}: 5/24.
+    assert!(close(&ix["t_ordered"], 5.0 / 24.0), "{ix}");
+}
+
 #[test]
 fn the_sensitive_hierarchy_flag_equals_the_profile_key() {
     let flags = pbg_json(&[

@@ -77,8 +77,9 @@ struct Tree {
     group_of_leaf: Vec<u32>,
     /// `up[l - 1][g]`: the parent (at level l + 1) of group g at level l, for l in 1..H.
     up: Vec<Vec<u32>>,
-    /// `mass[l - 1][g]`: p of group g at level l (Σ over its leaves), for l in 1..=H.
-    mass: Vec<Vec<f64>>,
+    /// `mass[l - 1][g]`: input tuples in group g at level l (N p(g), Σ over its leaves), for l
+    /// in 1..=H.
+    mass: Vec<Vec<u64>>,
 }
 
 /// The input's distribution of the sensitive attribute, with what each distance needs.
@@ -123,7 +124,8 @@ struct Cap {
 /// the extreme ratios p_E(s) / p(s) and take their logarithm once per node.
 #[derive(Debug, Clone, Copy)]
 pub struct DistanceMax {
-    emd: [f64; 3],
+    /// The largest EMDs so far (equal, ordered, hierarchical).
+    pub(crate) emd: [f64; 3],
     max_ratio: f64,
     min_ratio: f64,
     classes: u64,
@@ -323,7 +325,7 @@ impl SensitiveModel {
                     for (leaf, &g) in level.group_of_leaf.iter().enumerate() {
                         m[g as usize] += leaf_mass[leaf];
                     }
-                    m.into_iter().map(|c| c as f64 / n).collect()
+                    m
                 })
                 .collect();
             Tree {
@@ -482,13 +484,32 @@ impl SensitiveModel {
     /// single-value EMDs; p_E(v) / p(v) lies between 1 / (n p(v)) and (n − |S| + 1) / (n p(v)).
     #[inline]
     pub fn cannot_change(&self, acc: &DistanceMax, values: u32, size: u64) -> bool {
-        let (mut emd, mut max_inv, mut min_inv) = ([0.0f64; 3], 0.0f64, f64::INFINITY);
+        values & !self.emd_dominated(acc) == 0 && self.ratios_cannot_change(acc, values, size)
+    }
+
+    /// The EMD half of [`Self::cannot_change`]: the bit set of the values (codes below 32) whose
+    /// single-value EMDs `acc` already reaches. By convexity a class holding only such values
+    /// cannot raise an EMD, and this set only grows as classes are added, so a pass over many
+    /// classes recomputes it only when an EMD of `acc` rose.
+    pub fn emd_dominated(&self, acc: &DistanceMax) -> u32 {
+        let mut set = 0u32;
+        for (v, e) in self.single.iter().enumerate().take(32) {
+            set |= u32::from(acc.emd_reach(e)) << v;
+        }
+        set
+    }
+
+    /// The ratio half of [`Self::cannot_change`] (true when neither β nor δ is wanted).
+    #[inline]
+    pub fn ratios_cannot_change(&self, acc: &DistanceMax, values: u32, size: u64) -> bool {
+        let (want_high, want_low) = acc.ratios_wanted();
+        if !want_high && !want_low {
+            return true;
+        }
+        let (mut max_inv, mut min_inv) = (0.0f64, f64::INFINITY);
         let mut x = values;
         while x != 0 {
             let v = x.trailing_zeros() as usize;
-            for (a, b) in emd.iter_mut().zip(&self.single[v]) {
-                *a = a.max(*b);
-            }
             max_inv = max_inv.max(self.inv_p[v]);
             min_inv = min_inv.min(self.inv_p[v]);
             x &= x - 1;
@@ -497,10 +518,15 @@ impl SensitiveModel {
         // A relative slack covers the rounding of these bounds against the exact ratios.
         let high = max_inv * (n - values.count_ones() as f64 + 1.0) / n * (1.0 + 1e-9);
         let low = min_inv / n * (1.0 - 1e-9);
-        let (want_high, want_low) = acc.ratios_wanted();
-        acc.emd_reach(&emd)
-            && (!want_high || high <= acc.max_ratio)
+        (!want_high || high <= acc.max_ratio)
             && (!want_low || low >= acc.min_ratio || low * acc.max_ratio >= 1.0)
+    }
+
+    /// Whether any ratio (β, δ) is wanted by `acc`.
+    #[inline]
+    pub fn wants_ratios(acc: &DistanceMax) -> bool {
+        let (high, low) = acc.ratios_wanted();
+        high || low
     }
 
     /// Adds a class holding value `v` only: its precomputed EMDs, and p_E(v) = 1.
@@ -590,8 +616,7 @@ impl SensitiveModel {
             abs += (c * big_n).abs_diff(n * count) as u128;
             present += count;
             ratios.add(c, count);
-            s.ordered
-                .push((self.rank[v as usize], c as f64 / n as f64, v, c));
+            s.ordered.push((self.rank[v as usize], v, c));
         }
         if s.ordered.is_empty() {
             return;
@@ -609,7 +634,7 @@ impl SensitiveModel {
         let t_hierarchical = match &self.tree {
             Some(t) if acc.emd_wanted(2) => {
                 let ordered = std::mem::take(&mut s.ordered);
-                let emd = self.hierarchical_emd(t, &ordered, s);
+                let emd = self.hierarchical_emd(t, &ordered, n, s);
                 s.ordered = ordered;
                 emd
             }
@@ -636,14 +661,14 @@ impl SensitiveModel {
     }
 
     /// Σ_i |C(i) N − n CUM(i)| over the ranks, where C is the class's cumulative count by rank
-    /// (`sorted`: rank, p_E, value, count): C is constant between the class's values, so each run is
+    /// (`sorted`: rank, value, count): C is constant between the class's values, so each run is
     /// summed in O(log M) from prefix sums.
-    fn ordered_sum(&self, sorted: &[(u32, f64, u32, u64)], n: u64) -> u128 {
+    fn ordered_sum(&self, sorted: &[(u32, u32, u64)], n: u64) -> u128 {
         let m = self.cum_counts.len();
         let mut total = 0u128;
         let mut c = 0u64;
         let mut start = 0usize;
-        for &(r, _, _, k) in sorted {
+        for &(r, _, k) in sorted {
             total += self.run_exact(start, r as usize, c, n);
             c += k;
             start = r as usize;
@@ -665,33 +690,43 @@ impl SensitiveModel {
         below + above
     }
 
-    /// The hierarchical EMD, visiting only the ancestors of the class's values: a group none of
-    /// whose leaves the class holds has extra = −p(group), all negative, and costs nothing.
+    /// The hierarchical EMD of a class of `n` tuples, visiting only the ancestors of its values:
+    /// a group none of whose leaves the class holds has extra = −p(group), all negative, and
+    /// costs nothing. Exact: every extra is summed as an integer scaled by n N (a leaf's is
+    /// c N − n N p(v)), and the cost Σ level · min(pos, neg) is divided by H n N once, so every
+    /// path and order of the cells gives the same bits.
     fn hierarchical_emd(
         &self,
         t: &Tree,
-        cells: &[(u32, f64, u32, u64)],
+        cells: &[(u32, u32, u64)],
+        n: u64,
         s: &mut DistanceScratch,
     ) -> f64 {
         let h = t.height;
         if h == 0 {
             return 0.0;
         }
+        let (n, big_n) = (n as i128, self.total as i128);
         s.prepare(t);
-        for &(_, q, v, _) in cells {
+        for &(_, v, c) in cells {
             let leaf = t.leaf_of_value[v as usize];
-            let extra = q - self.p[v as usize];
-            s.add(0, t.group_of_leaf[leaf as usize], extra, self.p[v as usize]);
+            let mass = n * self.counts[v as usize] as i128;
+            s.add(
+                0,
+                t.group_of_leaf[leaf as usize],
+                c as i128 * big_n - mass,
+                mass,
+            );
         }
-        let mut cost = 0.0;
+        let mut cost = 0i128;
         for l in 1..=h {
             let touched = std::mem::take(&mut s.touched[l - 1]);
             for &g in &touched {
                 let acc = std::mem::take(&mut s.acc[l - 1][g as usize]);
                 // Children the class does not reach: extra = −p(child), summing to the rest of p(g).
-                let mass = t.mass[l - 1][g as usize];
-                let neg = acc.neg + (mass - acc.touched).max(0.0);
-                cost += (l as f64 / h as f64) * acc.pos.min(neg);
+                let mass = n * t.mass[l - 1][g as usize] as i128;
+                let neg = acc.neg + (mass - acc.touched).max(0);
+                cost += l as i128 * acc.pos.min(neg);
                 if l < h {
                     let parent = t.up[l - 1][g as usize];
                     s.add(l, parent, acc.pos - neg, mass);
@@ -700,23 +735,23 @@ impl SensitiveModel {
             s.touched[l - 1] = touched;
             s.touched[l - 1].clear();
         }
-        cost
+        cost as f64 / (h as i128 * n * big_n) as f64
     }
 }
 
-/// Per-level accumulator of one group's children.
+/// Per-level accumulator of one group's children, in integers scaled by n N.
 #[derive(Debug, Clone, Copy, Default)]
 struct Acc {
-    pos: f64,
-    neg: f64,
-    touched: f64,
+    pos: i128,
+    neg: i128,
+    touched: i128,
     seen: bool,
 }
 
 /// Buffers reused across classes (no allocation per class).
 #[derive(Default)]
 pub struct DistanceScratch {
-    ordered: Vec<(u32, f64, u32, u64)>,
+    ordered: Vec<(u32, u32, u64)>,
     acc: Vec<Vec<Acc>>,
     touched: Vec<Vec<u32>>,
 }
@@ -739,14 +774,14 @@ impl DistanceScratch {
         }
     }
 
-    /// Adds a child with `extra` and mass `p` to group `g` at level `l + 1`.
-    fn add(&mut self, l: usize, g: u32, extra: f64, p: f64) {
+    /// Adds a child with `extra` and mass `p` (both scaled by n N) to group `g` at level `l + 1`.
+    fn add(&mut self, l: usize, g: u32, extra: i128, p: i128) {
         let a = &mut self.acc[l][g as usize];
         if !a.seen {
             a.seen = true;
             self.touched[l].push(g);
         }
-        if extra > 0.0 {
+        if extra > 0 {
             a.pos += extra;
         } else {
             a.neg -= extra;
