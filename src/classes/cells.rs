@@ -411,6 +411,15 @@ impl CellTable {
         }
     }
 
+    /// (size, value bit set) of class `i` of a dense table (see [`Self::value_sets`]).
+    #[inline]
+    pub fn value_set(&self, i: usize) -> Option<(u64, u32)> {
+        match &self.0 {
+            Repr::Sparse(_) => None,
+            Repr::Dense(t) => Some(t.value_set(i)),
+        }
+    }
+
     /// (size, value bit set) of every class in key order, for dense tables (at most 16 values).
     pub fn value_sets(&self) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
         match &self.0 {

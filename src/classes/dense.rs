@@ -2,6 +2,8 @@
 //! most [`MAX_LANES`] values. A roll-up then adds fixed-size histograms in coarser-key order with
 //! no branch per class: a class that merges nothing and one that merges many cost the same.
 
+use std::mem::MaybeUninit;
+
 use super::KeyLayout;
 use super::order::{Block, coarser_order};
 
@@ -25,12 +27,16 @@ pub(crate) struct DenseTable {
     lanes: usize,
 }
 
-/// Sums finer classes into coarser ones, in coarser-key order.
+/// Sums finer classes into coarser ones, in coarser-key order. The class being summed is kept
+/// in registers and stored whole after every addition, so the output is only written (never
+/// read), and needs no zeroing: slot `o` is written by the first addition that reaches it.
 struct Summer<'a, const L: usize> {
     o: usize,
     prev: u64,
-    classes: &'a mut [DenseRecord],
-    counts: &'a mut [[u32; L]],
+    cur: DenseRecord,
+    cur_counts: [u32; L],
+    classes: &'a mut [MaybeUninit<DenseRecord>],
+    counts: &'a mut [MaybeUninit<[u32; L]>],
     from_classes: &'a [DenseRecord],
     from_counts: &'a [[u32; L]],
 }
@@ -40,18 +46,23 @@ impl<const L: usize> Summer<'_, L> {
     /// from the previous key, else into the current one (no branch either way).
     #[inline(always)]
     fn add(&mut self, k: u64, p: usize) {
-        self.o = self.o.wrapping_add((k != self.prev) as usize);
+        let new = k != self.prev;
+        self.o = self.o.wrapping_add(new as usize);
         self.prev = k;
+        // All ones to keep summing into the current class, zero to start a new one.
+        let keep = (new as u32).wrapping_sub(1);
         let src = self.from_classes[p];
-        let dst = &mut self.classes[self.o];
-        dst.key = k;
-        dst.size += src.size;
-        dst.values |= src.values;
-        let (mut acc, add) = (self.counts[self.o], self.from_counts[p]);
+        self.cur = DenseRecord {
+            key: k,
+            size: (self.cur.size & keep) + src.size,
+            values: (self.cur.values & keep) | src.values,
+        };
+        self.classes[self.o].write(self.cur);
+        let add = self.from_counts[p];
         for l in 0..L {
-            acc[l] += add[l];
+            self.cur_counts[l] = (self.cur_counts[l] & keep) + add[l];
         }
-        self.counts[self.o] = acc;
+        self.counts[self.o].write(self.cur_counts);
     }
 }
 
@@ -118,6 +129,13 @@ impl DenseTable {
         )
     }
 
+    /// (size, value bit set) of class `i`.
+    #[inline]
+    pub(crate) fn value_set(&self, i: usize) -> (u64, u32) {
+        let c = &self.classes[i];
+        (c.size as u64, c.values)
+    }
+
     /// (size, value bit set) of every class in key order.
     pub(crate) fn value_sets(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         self.classes.iter().map(|c| (c.size as u64, c.values))
@@ -173,44 +191,60 @@ impl DenseTable {
     fn rebuild<const L: usize>(&self, feed: impl FnOnce(&mut dyn FnMut(Block<'_>))) -> Self {
         let from = self.counts.as_chunks::<L>().0;
         let n = self.classes.len();
-        let mut classes = vec![DenseRecord::default(); n];
-        let mut counts = vec![[0u32; L]; n];
+        let mut classes: Vec<DenseRecord> = Vec::with_capacity(n);
+        let mut counts: Vec<[u32; L]> = Vec::with_capacity(n);
         // `o` is the coarser class being summed; it advances when the key changes (keys are
         // below 2^63, so the first key always differs from the sentinel).
         let mut o = usize::MAX;
         let mut prev = u64::MAX;
-        feed(&mut |block| {
-            // Locals, so that the loops below keep them in registers.
-            let mut sum = Summer {
-                o,
-                prev,
-                classes: &mut classes,
-                counts: &mut counts,
-                from_classes: &self.classes,
-                from_counts: from,
-            };
-            match block {
-                Block::Sorted { keys, first } => {
-                    for (q, &k) in keys.iter().enumerate() {
-                        sum.add(k, first + q);
+        let mut cur = DenseRecord::default();
+        let mut cur_counts = [0u32; L];
+        {
+            let (out_classes, out_counts) =
+                (classes.spare_capacity_mut(), counts.spare_capacity_mut());
+            feed(&mut |block| {
+                // Locals, so that the loops below keep them in registers.
+                let mut sum = Summer {
+                    o,
+                    prev,
+                    cur,
+                    cur_counts,
+                    classes: &mut *out_classes,
+                    counts: &mut *out_counts,
+                    from_classes: &self.classes,
+                    from_counts: from,
+                };
+                match block {
+                    Block::Sorted { keys, first } => {
+                        for (q, &k) in keys.iter().enumerate() {
+                            sum.add(k, first + q);
+                        }
+                    }
+                    Block::Packed { high, order } => {
+                        for &e in order {
+                            sum.add(high | (e >> 32), (e & 0xffff_ffff) as usize);
+                        }
+                    }
+                    Block::Wide(order) => {
+                        for &e in order {
+                            sum.add((e >> 64) as u64, e as u64 as usize);
+                        }
                     }
                 }
-                Block::Packed { high, order } => {
-                    for &e in order {
-                        sum.add(high | (e >> 32), (e & 0xffff_ffff) as usize);
-                    }
-                }
-                Block::Wide(order) => {
-                    for &e in order {
-                        sum.add((e >> 64) as u64, e as u64 as usize);
-                    }
-                }
-            }
-            (o, prev) = (sum.o, sum.prev);
-        });
+                (o, prev, cur, cur_counts) = (sum.o, sum.prev, sum.cur, sum.cur_counts);
+            });
+        }
         let len = o.wrapping_add(1);
-        classes.truncate(len);
-        counts.truncate(len);
+        assert!(
+            len <= n,
+            "a roll-up has at most as many classes as its source"
+        );
+        // SAFETY: `o` advanced one slot at a time from 0, and every slot up to `o` was written
+        // (an addition writes the slot it reaches), so the first `len` elements are initialized.
+        unsafe {
+            classes.set_len(len);
+            counts.set_len(len);
+        }
         DenseTable {
             classes,
             counts: counts.into_flattened(),
@@ -244,6 +278,13 @@ const POP8: [u8; 256] = {
     t
 };
 
+/// Bits set in a dense class's value set (at most 16 lanes: the set fits two bytes).
+#[inline(always)]
+pub(crate) fn popcount16(set: u32) -> u8 {
+    let v = set as usize;
+    POP8[v & 0xff] + POP8[(v >> 8) & 0xff]
+}
+
 /// (size, distinct values) of the classes of a dense table.
 pub(crate) struct DenseSizes<'a>(std::slice::Iter<'a, DenseRecord>);
 
@@ -254,9 +295,7 @@ impl Iterator for DenseSizes<'_> {
     fn next(&mut self) -> Option<(u64, u64)> {
         self.0.next().map(|c| {
             // At most 16 lanes: the value set fits two bytes.
-            let v = c.values as usize;
-            let distinct = POP8[v & 0xff] + POP8[(v >> 8) & 0xff];
-            (c.size as u64, distinct as u64)
+            (c.size as u64, u64::from(popcount16(c.values)))
         })
     }
 }

@@ -18,5 +18,6 @@ mod sparse;
 pub(crate) mod wide;
 
 pub use cells::{Cell, CellTable, ClassCells, ClassSizes, RowKeys, first_rows_of_all};
+pub(crate) use dense::popcount16;
 pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;

@@ -75,6 +75,8 @@ pub struct Evaluator {
     heights: Vec<u8>,
     /// Which distances the index pass computes ([`crate::distribution::Wanted`]).
     distances: u8,
+    /// Whether the index pass computes entropy and probabilistic l and S_l (NaN otherwise).
+    entropy: bool,
     /// All-zero value codes, set for an evaluator that ignores the sensitive attribute.
     class_only: Option<Arc<arrow::array::UInt32Array>>,
     /// Sensitive cell tables hold each class's set of values as a bit mask (one cell per class).
@@ -134,6 +136,7 @@ impl Evaluator {
             nu,
             heights: dataset.heights(),
             distances: crate::distribution::Wanted::ALL,
+            entropy: true,
             sens_bits: bits_for(sens_n),
             label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
             glm_base,
@@ -200,14 +203,19 @@ impl Evaluator {
     }
 
     /// The cheapest evaluator that computes `indices` exactly: with per-value counts (entropy and
-    /// probabilistic l, S_l) and only the distances among them, or [`Self::distinct_only`]
+    /// probabilistic l, S_l) and only the distances (and entropies, S_l) among them, or [`Self::distinct_only`]
     /// (distinct l), or [`Self::class_only`]. Other indices of its nodes are meaningless (the
     /// distances not asked for are NaN).
     pub fn lightest(&self, indices: &[crate::indices::Index]) -> Result<Self> {
         let (counts, distinct, distances) = crate::indices::Index::needs(indices);
         if counts {
+            use crate::indices::Index;
+            let entropy = indices
+                .iter()
+                .any(|i| matches!(i, Index::LEntropy | Index::LProbabilistic | Index::SL));
             return Ok(Evaluator {
                 distances,
+                entropy,
                 ..self.clone()
             });
         }
