@@ -789,15 +789,23 @@ fn nested_kept_columns_pass_through_a_parquet_release() {
         Some(vec![]),
         None,
     ]));
-    parquet(
-        &input,
-        vec![
-            ("zip", zip),
-            ("disease", disease),
-            ("meta", meta),
-            ("tags", tags),
-        ],
-    );
+    let attrs: ArrayRef = {
+        use arrow::array::{Int32Builder, MapBuilder, StringBuilder};
+        let mut b = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+        for row in [vec![("k", 1), ("j", 2)], vec![], vec![("k", 3)]] {
+            for (k, v) in row {
+                b.keys().append_value(k);
+                b.values().append_value(v);
+            }
+            b.append(true).unwrap();
+        }
+        b.append(false).unwrap();
+        Arc::new(b.finish())
+    };
+    let nested = [("meta", meta), ("tags", tags), ("attrs", attrs)];
+    let mut columns = vec![("zip", zip), ("disease", disease)];
+    columns.extend(nested.iter().cloned());
+    parquet(&input, columns);
     let p = profile(dir.path(), input.to_str().unwrap(), false, "");
     let out = dir.path().join("r.parquet");
     let r = pbg_json(&[
@@ -811,6 +819,18 @@ fn nested_kept_columns_pass_through_a_parquet_release() {
     assert_eq!(r["verified"], true);
     let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
     assert_eq!(v["ok"], true);
+    // Struct, list and map columns come out as they went in, row for row.
+    let file = fs::File::open(&out).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    let released = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    for (name, column) in &nested {
+        let got = released.column_by_name(name).unwrap();
+        assert_eq!(got.as_ref(), column.as_ref(), "column {name}");
+    }
     // A CSV release cannot hold them: refused before any work, naming the column.
     let csv = dir.path().join("r.csv");
     let err = fails(&[
@@ -848,8 +868,96 @@ fn correlation_on_parquet_with_several_row_groups() {
     ]);
     let phi = m["phi_squared"][0][1].as_f64().unwrap();
     assert!(phi < 0.05, "phi²(sex, race) = {phi}");
+    // pbg_correlation in SQL reads every row group too, and agrees with the CLI.
+    let q = format!(
+        "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION '{}'; SELECT chi_square, phi_squared FROM pbg_correlation('t', 'sex,race')",
+        input.display()
+    );
+    let o = pbg(&["sql", "--format", "csv", "-c", &q]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row: Vec<f64> = text
+        .lines()
+        .find_map(|l| {
+            let v: Vec<f64> = l.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            (v.len() == 2).then_some(v)
+        })
+        .unwrap_or_else(|| panic!("no result row in {text}"));
+    let chi = m["chi_square"][0][1].as_f64().unwrap();
+    assert!(
+        (row[0] - chi).abs() <= 1e-9 * chi.max(1.0),
+        "{row:?} vs {chi}"
+    );
+    assert!((row[1] - phi).abs() <= 1e-12, "{row:?} vs {phi}");
     assert!((m["phi_squared"][0][2].as_f64().unwrap() - 1.0).abs() < 1e-9);
     assert_eq!(m["chi_square"][0][2].as_f64().unwrap().round(), 1048577.0);
+}
+
+#[test]
+fn generalize_with_the_wrong_arguments_says_what_it_takes() {
+    for q in [
+        "SELECT generalize('x')",
+        "SELECT generalize('x', 'a', 1, 2, 3)",
+    ] {
+        let err = fails(&["sql", "-c", q]);
+        assert!(
+            err.contains("generalize: expected generalize(value, 'hierarchy', level)")
+                && !err.contains("Internal error"),
+            "{err}"
+        );
+    }
+}
+
+/// `39.0` in an integer column is 39 (it was once reported as 40.0): an interval hierarchy puts
+/// it in [30,40), and an ARX hierarchy whose leaves are integers names it as written.
+#[test]
+fn a_decimal_in_an_integer_column_is_taken_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "age,disease\n23,flu\n27,cold\n39.0,flu\n35,cold\n41,flu\n45,cold\n",
+    );
+    let interval = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"age\"\nhierarchy = {{ type = \"interval\", widths = [10, 20] }}\n"
+        ),
+    );
+    let out = dir.path().join("r.csv");
+    let r = pbg_json(&[
+        "anonymize",
+        &interval,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    let released = fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        released.lines().nth(3),
+        Some("\"[30,40)\",flu"),
+        "{released}"
+    );
+    let leaves: String = [23, 27, 35, 39, 41, 45]
+        .iter()
+        .map(|a| format!("{a};{}0s;*\n", a / 10))
+        .collect();
+    let h = write(dir.path(), "age.csv", &leaves);
+    let arx = write(
+        dir.path(),
+        "q.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"age\"\nhierarchy = \"{h}\"\n"
+        ),
+    );
+    let err = fails(&["evaluate", &arx, "--node", "0"]);
+    assert!(
+        err.contains("`39.0`") && err.contains("data row 3") && !err.contains("40.0"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -66,7 +66,7 @@ impl Evaluator {
         let n = self.dataset.num_tuples();
         let sens = &tables.sens;
         scratch.prepare(eta);
-        // Distances over a dense table: the same pass collects what they need (see `Fused`).
+        // Distances over a dense table: the same pass collects what they need (see `fused_pass`).
         let fuse = sens.value_sets().is_some()
             && self.distances != 0
             && !sens.is_mask()
@@ -76,7 +76,7 @@ impl Evaluator {
         } else {
             self.size_pass(sens, scratch)
         };
-        let sizes = scratch.drain_sorted();
+        let sizes = scratch.drain_sorted(pass.max_small);
         let j = suppression_threshold_capped(
             sizes.iter().map(|(s, a)| (*s, s * a.classes)),
             eta,
@@ -218,6 +218,7 @@ impl Evaluator {
                 b.max_size = b.max_size.max(size);
                 b.min_distinct = b.min_distinct.min(distinct);
             } else {
+                pass.max_small = pass.max_small.max(size);
                 scratch.add(size, distinct, 0);
             }
         }
@@ -261,6 +262,7 @@ impl Evaluator {
                 b.min_distinct = b.min_distinct.min(distinct);
                 pass.big_singles |= single;
             } else {
+                pass.max_small = pass.max_small.max(size);
                 scratch.add(size, distinct, single);
             }
         }
@@ -472,6 +474,8 @@ struct SizePass {
     ones: u64,
     /// The values of the single-value classes among `big` ([`Evaluator::fused_pass`] only).
     big_singles: u32,
+    /// The largest class of at most η tuples.
+    max_small: u64,
 }
 
 impl SizePass {
@@ -484,6 +488,7 @@ impl SizePass {
             sum_size_sq: 0,
             ones: 0,
             big_singles: 0,
+            max_small: 0,
         }
     }
 }
@@ -559,9 +564,12 @@ impl BySize {
     }
 
     /// The accumulated sizes in ascending order, leaving the buffer empty.
-    fn drain_sorted(&mut self) -> Vec<(u64, SizeAcc)> {
+    /// `max_small` bounds the sizes added, so that a node whose small classes are all small
+    /// reads only the start of the dense array.
+    fn drain_sorted(&mut self, max_small: u64) -> Vec<(u64, SizeAcc)> {
         let mut out: Vec<(u64, SizeAcc)> = Vec::new();
-        for (s, acc) in self.dense.iter_mut().enumerate() {
+        let end = (max_small as usize + 1).min(self.dense.len());
+        for (s, acc) in self.dense[..end].iter_mut().enumerate() {
             if acc.classes > 0 {
                 out.push((s as u64, std::mem::replace(acc, SizeAcc::EMPTY)));
             }
