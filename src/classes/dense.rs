@@ -59,8 +59,8 @@ impl<const L: usize> Summer<'_, L> {
         };
         self.classes[self.o].write(self.cur);
         let add = self.from_counts[p];
-        for l in 0..L {
-            self.cur_counts[l] = (self.cur_counts[l] & keep) + add[l];
+        for (c, a) in self.cur_counts.iter_mut().zip(add) {
+            *c = (*c & keep) + a;
         }
         self.counts[self.o].write(self.cur_counts);
     }

@@ -208,19 +208,7 @@ impl Evaluator {
         let eta = self.dataset.eta;
         let mut pass = SizePass::new(sens, self.entropy);
         for (size, distinct) in sens.sizes() {
-            pass.max_size = pass.max_size.max(size);
-            pass.ones += u64::from(size == 1);
-            pass.sum_size_sq += size * size;
-            if size > eta {
-                let b = &mut pass.big;
-                b.classes += 1;
-                b.min_size = b.min_size.min(size);
-                b.max_size = b.max_size.max(size);
-                b.min_distinct = b.min_distinct.min(distinct);
-            } else {
-                pass.max_small = pass.max_small.max(size);
-                scratch.add(size, distinct, 0);
-            }
+            pass.add(scratch, eta, size, distinct, 0);
         }
         pass
     }
@@ -232,9 +220,6 @@ impl Evaluator {
     fn fused_pass(&self, sens: &CellTable, scratch: &mut BySize) -> SizePass {
         let eta = self.dataset.eta;
         let mut pass = SizePass::new(sens, self.entropy);
-        // Written without a branch on the class's kind (about half the classes of adult's
-        // lattice hold one value, so a branch would be mispredicted): every class is stored at
-        // the end of the list, which grows by one only for a multi-value class.
         let Some(sets) = sens.value_sets() else {
             scratch.multi_len = 0;
             return self.size_pass(sens, scratch);
@@ -243,6 +228,9 @@ impl Evaluator {
         if multi.len() < sens.num_classes() {
             multi.resize(sens.num_classes(), 0);
         }
+        // Written without a branch on the class's kind (about half the classes of adult's
+        // lattice hold one value, so a branch would be mispredicted): every class is stored at
+        // the end of the list, which grows by one only for a multi-value class.
         let mut len = 0;
         for (i, (size, set)) in sets.enumerate() {
             let distinct = u64::from(crate::classes::popcount16(set));
@@ -251,20 +239,7 @@ impl Evaluator {
             // Class indices fit 32 bits: a dataset has at most u32::MAX tuples.
             multi[len] = i as u32;
             len += (one ^ 1) as usize;
-            pass.max_size = pass.max_size.max(size);
-            pass.ones += u64::from(size == 1);
-            pass.sum_size_sq += size * size;
-            if size > eta {
-                let b = &mut pass.big;
-                b.classes += 1;
-                b.min_size = b.min_size.min(size);
-                b.max_size = b.max_size.max(size);
-                b.min_distinct = b.min_distinct.min(distinct);
-                pass.big_singles |= single;
-            } else {
-                pass.max_small = pass.max_small.max(size);
-                scratch.add(size, distinct, single);
-            }
+            pass.add(scratch, eta, size, distinct, single);
         }
         scratch.multi = multi;
         scratch.multi_len = len;
@@ -479,6 +454,26 @@ struct SizePass {
 }
 
 impl SizePass {
+    /// Adds one class: to `big` when it is larger than `eta` (never suppressed), else to its
+    /// size's accumulator in `scratch`; `single` is its value set if it holds one value.
+    #[inline(always)]
+    fn add(&mut self, scratch: &mut BySize, eta: u64, size: u64, distinct: u64, single: u32) {
+        self.max_size = self.max_size.max(size);
+        self.ones += u64::from(size == 1);
+        self.sum_size_sq += size * size;
+        if size > eta {
+            let b = &mut self.big;
+            b.classes += 1;
+            b.min_size = b.min_size.min(size);
+            b.max_size = b.max_size.max(size);
+            b.min_distinct = b.min_distinct.min(distinct);
+            self.big_singles |= single;
+        } else {
+            self.max_small = self.max_small.max(size);
+            scratch.add(size, distinct, single);
+        }
+    }
+
     /// An empty pass; Σ count² is summed only when `sum_sq` (S_l is wanted).
     fn new(sens: &CellTable, sum_sq: bool) -> Self {
         SizePass {
