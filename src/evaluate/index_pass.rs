@@ -327,6 +327,19 @@ impl Evaluator {
         let nu_extra = self.nu.suppressed_extra(node);
         let keys = self.node_keys(node);
         let dqis = &self.dataset.qis;
+        // Packed keys: each QI's field, loss and non-uniform entropy side by side, so that a
+        // suppressed class costs one shift, mask and two reads per QI.
+        let fields: Option<Vec<(u32, u64, &[f64], &[f64])>> = match &keys {
+            crate::classes::NodeKeys::Packed(layout) => Some(
+                losses
+                    .iter()
+                    .zip(&nu_extra)
+                    .enumerate()
+                    .map(|(d, (l, x))| (layout.shift(d), layout.mask(d), *l, *x))
+                    .collect(),
+            ),
+            crate::classes::NodeKeys::FirstRow => None,
+        };
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
             if size > j && !shape {
@@ -336,19 +349,42 @@ impl Evaluator {
             if size <= j {
                 // One read of each QI's group gives both losses of suppressing the class.
                 let (mut glm, mut nu) = (0.0, 0.0);
-                for (d, (l, x)) in losses.iter().zip(&nu_extra).enumerate() {
-                    let g = keys.code(dqis, node, class.key, d) as usize;
-                    glm += l[g];
-                    nu += x[g];
+                match &fields {
+                    Some(fields) => {
+                        for &(shift, mask, l, x) in fields {
+                            let g = ((class.key >> shift) & mask) as usize;
+                            glm += l[g];
+                            nu += x[g];
+                        }
+                    }
+                    None => {
+                        for (d, (l, x)) in losses.iter().zip(&nu_extra).enumerate() {
+                            let g = keys.code(dqis, node, class.key, d) as usize;
+                            glm += l[g];
+                            nu += x[g];
+                        }
+                    }
                 }
                 out.glm_suppressed += size as f64 * (qis - glm);
                 out.nu_suppressed += size as f64 * nu;
                 if !sens.is_mask() {
-                    // Suppressed: count the value's frequency in the table instead of the class.
-                    for c in class.cells() {
-                        let count = c.count as u64;
-                        out.sum_tot += count * totals[c.value as usize];
-                        out.sum_sq += count * count;
+                    // Suppressed: count the value's frequency in the table instead of the class
+                    // (over a dense histogram without a branch: absent values add 0).
+                    match class.histogram() {
+                        Some(h) => {
+                            for (&c, &t) in h.iter().zip(totals) {
+                                let count = c as u64;
+                                out.sum_tot += count * t;
+                                out.sum_sq += count * count;
+                            }
+                        }
+                        None => {
+                            for c in class.cells() {
+                                let count = c.count as u64;
+                                out.sum_tot += count * totals[c.value as usize];
+                                out.sum_sq += count * count;
+                            }
+                        }
                     }
                 }
                 continue;

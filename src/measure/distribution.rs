@@ -215,10 +215,6 @@ impl Ratios {
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.high.0 == 0
-    }
-
     /// Adds a value held `c` times in the class and `count` times in the input.
     #[inline]
     fn add(&mut self, c: u64, count: u64) {
@@ -566,17 +562,25 @@ impl SensitiveModel {
             return self.add_class(acc, cells, size, s);
         }
         // In integers scaled by n N: |p_E(v) − p(v)| n N = |c N − n N p(v)|, exact and vectorized.
+        if size == 0 {
+            return;
+        }
         let (n, big_n) = (size, self.total);
         let mut abs = 0u64;
         let mut ratios = Ratios::new();
-        for (&c, &count) in h.iter().zip(&self.counts) {
-            abs += (c as u64 * big_n).abs_diff(n * count);
-            if c > 0 {
-                ratios.add(c as u64, count);
+        let (high, low) = acc.ratios_wanted();
+        if high || low {
+            for (&c, &count) in h.iter().zip(&self.counts) {
+                abs += (c as u64 * big_n).abs_diff(n * count);
+                if c > 0 {
+                    ratios.add(c as u64, count);
+                }
             }
-        }
-        if ratios.is_empty() {
-            return;
+        } else {
+            // Without β and δ, a pass with no branch.
+            for (&c, &count) in h.iter().zip(&self.counts) {
+                abs += (c as u64 * big_n).abs_diff(n * count);
+            }
         }
         let ordered = match &self.order {
             _ if !acc.emd_wanted(1) => 0,
