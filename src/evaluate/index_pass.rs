@@ -329,7 +329,7 @@ impl Evaluator {
         let dqis = &self.dataset.qis;
         // Packed keys: each QI's field, loss and non-uniform entropy side by side, so that a
         // suppressed class costs one shift, mask and two reads per QI.
-        let fields: Option<Vec<(u32, u64, &[f64], &[f64])>> = match &keys {
+        let fields: Option<Vec<PackedField<'_>>> = match &keys {
             crate::classes::NodeKeys::Packed(layout) => Some(
                 losses
                     .iter()
@@ -441,6 +441,10 @@ impl Evaluator {
         dist.finish(model)
     }
 }
+
+/// One QI of a node with packed keys, for the suppressed classes of [`Evaluator::shape_pass`]:
+/// its field's shift and mask, and the GLM loss and non-uniform entropy of each of its groups.
+type PackedField<'a> = (u32, u64, &'a [f64], &'a [f64]);
 
 /// What [`Evaluator::shape_pass`] yields.
 struct Shape {
