@@ -215,8 +215,8 @@ impl Evaluator {
 
     /// [`Self::size_pass`] over a dense table that also gathers, for [`Self::fused_distances`],
     /// the values of single-value classes (per size, as the threshold is not known yet) and the
-    /// list of the other classes with their value sets: the distances then need no second pass
-    /// over every class (on adult's lattice, 25 M classes, of which 1.4 M are measured).
+    /// indices of the other classes: the distances then need no second pass over every class (on
+    /// adult's lattice, 25 M classes, of which 1.4 M are measured).
     fn fused_pass(&self, sens: &CellTable, scratch: &mut BySize) -> SizePass {
         let eta = self.dataset.eta;
         let mut pass = SizePass::new(sens, self.entropy);
