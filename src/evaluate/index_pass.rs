@@ -67,14 +67,13 @@ impl Evaluator {
         let sens = &tables.sens;
         scratch.prepare(eta);
         // Distances over a dense table: the same pass collects what they need (see `fused_pass`).
-        let fuse = sens.value_sets().is_some()
-            && self.distances != 0
-            && !sens.is_mask()
-            && self.class_only.is_none();
-        let pass = if fuse {
-            self.fused_pass(sens, scratch)
-        } else {
-            self.size_pass(sens, scratch)
+        let sets = sens
+            .value_sets()
+            .filter(|_| self.distances != 0 && !sens.is_mask() && self.class_only.is_none());
+        let fuse = sets.is_some();
+        let pass = match sets {
+            Some(sets) => self.fused_pass(sens, sets, scratch),
+            None => self.size_pass(sens, scratch),
         };
         let sizes = scratch.drain_sorted(pass.max_small);
         let j = suppression_threshold_capped(
@@ -213,17 +212,18 @@ impl Evaluator {
         pass
     }
 
-    /// [`Self::size_pass`] over a dense table that also gathers, for [`Self::fused_distances`],
+    /// [`Self::size_pass`] over a dense table's value `sets` that also gathers, for [`Self::fused_distances`],
     /// the values of single-value classes (per size, as the threshold is not known yet) and the
     /// indices of the other classes: the distances then need no second pass over every class (on
     /// adult's lattice, 25 M classes, of which 1.4 M are measured).
-    fn fused_pass(&self, sens: &CellTable, scratch: &mut BySize) -> SizePass {
+    fn fused_pass(
+        &self,
+        sens: &CellTable,
+        sets: impl Iterator<Item = (u64, u32)>,
+        scratch: &mut BySize,
+    ) -> SizePass {
         let eta = self.dataset.eta;
         let mut pass = SizePass::new(sens, self.entropy);
-        let Some(sets) = sens.value_sets() else {
-            scratch.multi_len = 0;
-            return self.size_pass(sens, scratch);
-        };
         let mut multi = std::mem::take(&mut scratch.multi);
         if multi.len() < sens.num_classes() {
             multi.resize(sens.num_classes(), 0);
