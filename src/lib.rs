@@ -50,7 +50,9 @@ pub mod tools;
 pub use choose::{comparators, compare, dominance, optimal, policy, search};
 pub use encode::{hierarchy, profile, statistics};
 pub use evaluate::lattice;
-pub use measure::{distribution, indices, loss, objective, properties, quality, suppression};
+pub use measure::{
+    distribution, indices, loss, objective, properties, quality, requirement, suppression,
+};
 pub use tools::{experiment, generate, plot};
 
 pub use encode::Dataset;

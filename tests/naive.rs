@@ -152,8 +152,24 @@ fn loss(h: &[Vec<String>], value: &str, level: usize) -> f64 {
     if a > 1.0 { (m - 1.0) / (a - 1.0) } else { 0.0 }
 }
 
-/// Evaluates `node` with suppression limit `eta`.
+/// Which classes the naive evaluator suppresses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NaiveRule {
+    /// DBSEC: every class of size ≤ j, j as large as η allows.
+    Dbsec,
+    /// ARX's: the classes smaller than `k`, with fewer than `l` distinct values or a `t_equal`
+    /// above `t`, when together they fit η and leave a class; else the DBSEC rule never
+    /// suppressing a class of `k` or more tuples.
+    Requirements { k: u64, l: u64, t: Option<f64> },
+}
+
+/// Evaluates `node` with suppression limit `eta` under the DBSEC rule.
 pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
+    evaluate_under(t, node, eta, &NaiveRule::Dbsec)
+}
+
+/// Evaluates `node` with suppression limit `eta` under `rule`.
+pub fn evaluate_under(t: &NaiveTable, node: &[u8], eta: u64, rule: &NaiveRule) -> NaiveResult {
     let n = t.rows.len();
     let generalized: Vec<Vec<String>> = t
         .rows
@@ -186,10 +202,32 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
         }
         j += 1;
     }
-    let j = j.min(max_size - 1);
+    let mut j = j.min(max_size - 1);
     let mut sens_total: HashMap<&str, u64> = HashMap::new();
     for s in &t.sens {
         *sens_total.entry(s).or_default() += 1;
+    }
+    // The classes the requirement rule finds failing, when they fit; else none (size rule).
+    let mut failing: Vec<&Vec<String>> = Vec::new();
+    if let NaiveRule::Requirements { k, l, t: t_max } = rule {
+        j = j.min(k - 1);
+        for (g, members) in &classes {
+            let mut hist: HashMap<&str, u64> = HashMap::new();
+            for &r in members {
+                *hist.entry(&t.sens[r]).or_default() += 1;
+            }
+            let (te, ..) = distances(&hist, &sens_total, t.sens_hierarchy.as_deref());
+            if (members.len() as u64) < *k
+                || (hist.len() as u64) < *l
+                || t_max.is_some_and(|x| te > x)
+            {
+                failing.push(g);
+            }
+        }
+        let total: usize = failing.iter().map(|g| classes[g].len()).sum();
+        if total as u64 > eta || total == n {
+            failing.clear();
+        }
     }
     let mut res = NaiveResult {
         classes: 0,
@@ -232,7 +270,7 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
     let count_of = |d: usize, level: usize, label: &str| counts[&(d, level, label)];
     let mut min_h = f64::INFINITY;
     let mut penalties = 0u64;
-    for members in classes.values() {
+    for (g, members) in &classes {
         let size = members.len() as u64;
         let mut hist: HashMap<&str, u64> = HashMap::new();
         let mut lab: HashMap<&str, u64> = HashMap::new();
@@ -240,7 +278,7 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
             *hist.entry(&t.sens[r]).or_default() += 1;
             *lab.entry(&t.labels[r]).or_default() += 1;
         }
-        let suppressed = size <= j;
+        let suppressed = size <= j || failing.contains(g);
         if suppressed {
             res.suppressed += size;
         } else {
@@ -314,8 +352,8 @@ pub fn evaluate(t: &NaiveTable, node: &[u8], eta: u64) -> NaiveResult {
         res.classes as f64 / released as f64
     };
     res.uniques = classes
-        .values()
-        .filter(|c| c.len() == 1 && c.len() as u64 > j)
+        .iter()
+        .filter(|(g, c)| c.len() == 1 && c.len() as u64 > j && !failing.contains(g))
         .count() as f64
         / n as f64;
     res.aecs = if res.classes == 0 {

@@ -130,6 +130,7 @@ pub(crate) fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
         class: Some("c".into()),
         identifiers: vec![],
         suppression: SuppressionLimit::Rows(eta),
+        rule_name: None,
         suppression_rule: Default::default(),
     };
     Evaluator::new(Arc::new(Dataset::from_table(&profile, table).unwrap())).unwrap()
@@ -220,6 +221,79 @@ proptest! {
             prop_assert!(v.p_risk.iter().zip(&want.p_risk).all(|(a, b)| close(*a, *b)));
             prop_assert_eq!(v.p_equiv.iter().sum::<u64>(), direct.s_k);
         }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Under the requirement rule (suppress the classes smaller than k, with fewer than l values
+    /// or too far from the table in t_equal, when they fit η), the sweep, the direct evaluation,
+    /// the lightest evaluator for the requirements and the row-level paths all equal the naive
+    /// evaluator's literal rule.
+    #[test]
+    fn requirement_rule_agrees_with_naive(
+        (t, eta) in table(),
+        k in 1u64..5,
+        l in 1u64..4,
+        t_max in proptest::option::of(0.05f64..0.9),
+    ) {
+        use pbg::indices::Index;
+        use pbg::suppression::{RuleName, SuppressionRule};
+        let mut text = format!("k>={k},l>={l}");
+        if let Some(x) = t_max {
+            text += &format!(",t_equal<={x}");
+        }
+        let require = pbg::policy::Requirement::parse_list(&text).unwrap();
+        let ev = engine(&t, eta).with_rule(SuppressionRule::named(RuleName::Requirements, &require));
+        let rule = naive::NaiveRule::Requirements { k, l, t: t_max };
+        let needed: Vec<Index> = require.iter().map(|r| r.measure).collect();
+        let light = ev.lightest(&needed).unwrap();
+        let swept = ev.evaluate_lattice(&|| {}).unwrap();
+        let light_swept = light.evaluate_lattice(&|| {}).unwrap();
+        for (i, rolled) in swept.iter().enumerate() {
+            let node = ev.lattice().node(i);
+            let direct = ev.evaluate(&node).unwrap();
+            prop_assert_eq!(rolled, &direct, "roll-up vs direct at {:?}", node);
+            let want = naive::evaluate_under(&t, &node, eta, &rule);
+            let lx = &light_swept[i];
+            prop_assert_eq!(
+                (lx.classes, lx.k, lx.l_distinct, lx.suppressed),
+                (direct.classes, direct.k, direct.l_distinct, direct.suppressed),
+                "lightest at {:?}", node
+            );
+            if t_max.is_some() {
+                prop_assert_eq!(lx.t_equal, direct.t_equal);
+            }
+            prop_assert_eq!(
+                (direct.classes, direct.k, direct.max_class, direct.l_distinct, direct.suppressed, direct.s_k, direct.s_l),
+                (want.classes, want.k, want.max_class, want.l_distinct, want.suppressed, want.s_k, want.s_l),
+                "{} eta {} node {:?}", text, eta, node
+            );
+            for (name, got, want) in [
+                ("glm", direct.glm, want.glm),
+                ("l_entropy", direct.l_entropy, want.l_entropy),
+                ("cm", direct.cm.unwrap(), want.cm),
+                ("t_equal", direct.t_equal, want.t_equal),
+                ("t_ordered", direct.t_ordered, want.t_ordered),
+                ("beta", direct.beta, want.beta),
+                ("uniques", direct.uniques, want.uniques),
+                ("aecs", direct.aecs, want.aecs),
+                ("precision", direct.precision, want.precision),
+                ("nu_entropy", direct.nu_entropy, want.nu_entropy),
+            ] {
+                prop_assert!(close(got, want), "{} at {:?}: engine {} naive {}", name, node, got, want);
+            }
+            let (_, v) = ev.property_vectors(&node).unwrap();
+            prop_assert_eq!(&v.p_equiv, &want.p_equiv);
+            prop_assert_eq!(&v.p_sens, &want.p_sens);
+            let rows = ev.evaluate_rows(&node).unwrap();
+            let n = t.rows.len() as u64;
+            let naive_gone: Vec<u32> = (0..t.rows.len() as u32)
+                .filter(|&r| want.suppressed > 0 && want.p_equiv[r as usize] == n)
+                .collect();
+            prop_assert_eq!(rows.suppressed.iter().collect::<Vec<u32>>(), naive_gone);
         }
     }
 }

@@ -299,9 +299,10 @@ fn pick_minimize_and_maximize_match_brute_force() {
     // Through the binary: the release is of the picked node and meets the requirements, under
     // the DBSEC rule and under the requirement rule (the default with --require).
     let dir = tempfile::tempdir().unwrap();
-    let mut rows = evaluator(ADULT).dataset().as_ref().clone();
-    rows.profile.suppression_rule = pbg::suppression::SuppressionRule::Requirements { k: 5 };
-    let by_requirements = Evaluator::new(Arc::new(rows)).unwrap();
+    let by_requirements = evaluator(ADULT).with_rule(pbg::suppression::SuppressionRule::named(
+        pbg::suppression::RuleName::Requirements,
+        &require,
+    ));
     for (rule, expected) in [
         ("dbsec", brute_force(&require, Measure::Glm, false)),
         (

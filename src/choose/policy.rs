@@ -18,6 +18,7 @@ use crate::search::{Point, pareto_front};
 
 /// An index a requirement or a choice can name: any of [`crate::indices::INDICES`].
 pub use crate::indices::Index as Measure;
+pub use crate::requirement::{Op, Requirement};
 
 impl Measure {
     /// The value recomputed from a release file, when a release determines it: with its input
@@ -112,122 +113,6 @@ pub fn judge(
             })
         })
         .collect()
-}
-
-/// A comparison operator of a requirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `>=`
-    Ge,
-    /// `>`
-    Gt,
-    /// `<=`
-    Le,
-    /// `<`
-    Lt,
-    /// `=`
-    Eq,
-}
-
-/// One requirement, such as `k>=5`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Requirement {
-    /// The index.
-    pub measure: Measure,
-    /// The comparison.
-    pub op: Op,
-    /// The bound.
-    pub value: f64,
-}
-
-impl Requirement {
-    /// Parses a comma separated list such as `k>=5,l>=3,suppressed<=300`.
-    pub fn parse_list(text: &str) -> Result<Vec<Self>> {
-        let arg = "require";
-        text.split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|item| {
-                let item = item.trim();
-                let (pos, op, len) = [
-                    (">=", Op::Ge),
-                    ("<=", Op::Le),
-                    (">", Op::Gt),
-                    ("<", Op::Lt),
-                    ("=", Op::Eq),
-                ]
-                .iter()
-                .find_map(|(s, op)| item.find(s).map(|p| (p, *op, s.len())))
-                .ok_or_else(|| {
-                    PbgError::argument(
-                        arg,
-                        format!("`{item}`: write INDEX>=VALUE (or <=, >, <, =), e.g. k>=5"),
-                    )
-                })?;
-                let measure = Measure::parse_as(&item[..pos], arg)?;
-                let value: f64 = item[pos + len..]
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|v: &f64| v.is_finite())
-                    .ok_or_else(|| {
-                        PbgError::argument(
-                            arg,
-                            format!(
-                                "`{item}`: `{}` is not a finite number",
-                                item[pos + len..].trim()
-                            ),
-                        )
-                    })?;
-                Ok(Requirement { measure, op, value })
-            })
-            .collect()
-    }
-
-    /// Whether a value meets the requirement.
-    pub fn holds(&self, v: f64) -> bool {
-        match self.op {
-            Op::Ge => v >= self.value,
-            Op::Gt => v > self.value,
-            Op::Le => v <= self.value,
-            Op::Lt => v < self.value,
-            Op::Eq => v == self.value,
-        }
-    }
-
-    /// Whether every node coarser than a node meeting the requirement meets it too, under the
-    /// suppression `rule` with limit `eta` ([`crate::indices::Monotone`], SPEC §7): `k` lower
-    /// bounds always; distinct and entropy `l` lower bounds, t-closeness and risk upper bounds
-    /// only when nothing can be suppressed; β-likeness, δ-disclosure and losses never. SPEC §7 counts distinct `l` as monotone under any limit,
-    /// but neither rule suppresses by `l`: the DBSEC rule never suppresses the largest class and
-    /// may suppress classes that meet `l`, so a coarser node can release a merged class with too
-    /// few values (the property test against enumeration found such a table).
-    pub fn is_monotone(&self, _rule: &crate::suppression::SuppressionRule, eta: u64) -> bool {
-        use crate::indices::Monotone;
-        let info = self.measure.info();
-        let good_direction = if info.higher_is_better {
-            matches!(self.op, Op::Ge | Op::Gt)
-        } else {
-            matches!(self.op, Op::Le | Op::Lt)
-        };
-        good_direction
-            && match info.monotone {
-                Monotone::Always => true,
-                Monotone::WithoutSuppression => eta == 0,
-                Monotone::Never => false,
-            }
-    }
-
-    /// The requirement as text.
-    pub fn text(&self) -> String {
-        let op = match self.op {
-            Op::Ge => ">=",
-            Op::Gt => ">",
-            Op::Le => "<=",
-            Op::Lt => "<",
-            Op::Eq => "=",
-        };
-        format!("{}{op}{}", self.measure.name(), self.value)
-    }
 }
 
 /// How one node is chosen among the feasible ones.
@@ -342,7 +227,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     }
     let needed: Vec<Measure> = measures.iter().chain(&objectives).copied().collect();
     let ds = ev.dataset();
-    let rule = &ds.profile.suppression_rule;
+    let rule = ev.suppression_rule();
     let non_monotone: Vec<String> = policy
         .require
         .iter()

@@ -113,6 +113,7 @@ impl ProfileArgs {
                 class: None,
                 identifiers: Vec::new(),
                 suppression: SuppressionLimit::Rows(0),
+                rule_name: None,
                 suppression_rule: Default::default(),
             },
         };

@@ -45,11 +45,11 @@ pub fn facts(ev: &Evaluator, node: &[u8]) -> pbg::error::Result<ReportFacts> {
         .collect();
     let tables = ev.tables(node)?;
     let indices = ev.evaluate(node)?;
-    let threshold = indices.threshold;
+    let removal = ev.suppression_of(&tables.sens, indices.threshold);
     let mut sizes: Vec<(u64, u64, u64, u64)> = Vec::new();
     let mut suppressed = (0, 0);
-    for class in tables.sens.classes() {
-        if class.size <= threshold {
+    for (i, class) in tables.sens.classes().enumerate() {
+        if removal.removes(i, class.size) {
             suppressed.0 += 1;
             suppressed.1 += class.size;
             continue;

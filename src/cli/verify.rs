@@ -10,7 +10,8 @@ use clap::Args;
 use pbg::Evaluator;
 use pbg::input::block_on;
 use pbg::policy::Requirement;
-use pbg::release::verify_release;
+use pbg::release::verify_release_under;
+use pbg::suppression::{RuleName, SuppressionRule};
 
 use super::anonymize::PolicyArgs;
 use super::profile_args::ProfileArgs;
@@ -50,48 +51,20 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     for r in &require {
         r.measure.check_defined(present)?;
     }
-    // The rule the release was made with: the one given, else the requirement rule (when there
-    // are requirements) and then the DBSEC rule — the release must be exactly one of them.
-    let rules = match a.suppression_rule.as_deref() {
-        Some(flag) => vec![pbg::release::suppression_rule(
-            Some(flag),
-            a.policy.require.as_deref(),
-        )?],
-        None => {
-            let mut rules = Vec::new();
-            if a.policy.require.is_some() {
-                rules.push(pbg::release::suppression_rule(
-                    Some("requirements"),
-                    a.policy.require.as_deref(),
-                )?);
-            }
-            rules.push(pbg::suppression::SuppressionRule::Dbsec);
-            rules
-        }
-    };
+    // The rule the release was made with: the one given, else the profile's, the requirement
+    // rule (when there are requirements) and the DBSEC rule — the release must be exactly one.
+    let flag = a
+        .suppression_rule
+        .as_deref()
+        .map(RuleName::parse)
+        .transpose()
+        .map_err(|m| pbg::PbgError::argument("--suppression-rule", m))?;
+    let rules = SuppressionRule::candidates(flag, dataset.profile.rule_name, &require);
     stages.stage(&format!("re-reading {}", a.release.display()));
     let ctx = a.profile.session()?;
-    let mut outcome = None;
-    let mut first_error = None;
-    for rule in rules {
-        let mut ds = dataset.clone();
-        ds.profile.suppression_rule = rule;
-        let ev = Evaluator::new(Arc::new(ds))?;
-        match block_on(verify_release(&ctx, &ev, &a.release, None, None))? {
-            Ok((check, expected)) => {
-                outcome = Some((check, expected, ev, rule));
-                break;
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    let Some((check, expected, ev, rule)) = outcome else {
-        return Err(first_error
-            .map(anyhow::Error::from)
-            .unwrap_or_else(|| anyhow::anyhow!("no suppression rule to check")));
-    };
+    let engine = Evaluator::new(Arc::new(dataset))?;
+    let (check, expected, ev) = block_on(verify_release_under(&ctx, &engine, &a.release, &rules))??;
+    let rule = ev.suppression_rule();
     let (results, failed) = requirements(&require, &check, Some(&expected))?;
     let report = serde_json::json!({
         "release": a.release,

@@ -81,7 +81,11 @@ pub struct Profile {
     pub identifiers: Vec<String>,
     /// The suppression limit η.
     pub suppression: SuppressionLimit,
-    /// Which classes are suppressed within the limit.
+    /// The suppression rule the profile names (`suppression_rule = "requirements"` or
+    /// `"dbsec"`), the default of the jobs run on it.
+    pub rule_name: Option<crate::suppression::RuleName>,
+    /// Which classes are suppressed within the limit: the rule a job applies (the DBSEC rule,
+    /// or the named rule with no requirements, until a job sets it).
     pub suppression_rule: crate::suppression::SuppressionRule,
 }
 
@@ -97,6 +101,7 @@ struct ProfileFile {
     #[serde(default)]
     identifiers: Vec<String>,
     suppression_limit: Option<toml::Value>,
+    suppression_rule: Option<String>,
     qi: Vec<QiFile>,
 }
 
@@ -209,6 +214,12 @@ impl Profile {
                 ));
             }
         };
+        let rule_name = file
+            .suppression_rule
+            .as_deref()
+            .map(crate::suppression::RuleName::parse)
+            .transpose()
+            .map_err(|m| PbgError::profile(origin, format!("`suppression_rule`: {m}")))?;
         let profile = Profile {
             origin: origin.to_string(),
             input,
@@ -222,7 +233,11 @@ impl Profile {
             class: file.class,
             identifiers: file.identifiers,
             suppression,
-            suppression_rule: crate::suppression::SuppressionRule::Dbsec,
+            rule_name,
+            suppression_rule: crate::suppression::SuppressionRule::named(
+                rule_name.unwrap_or(crate::suppression::RuleName::Dbsec),
+                &[],
+            ),
         };
         profile.validate()?;
         Ok(profile)

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evaluator, NodeTables};
+use super::{Evaluator, NodeTables, Suppression};
 use crate::classes::CellTable;
 use crate::distribution::Distances;
 use crate::indices::NodeIndices;
@@ -80,24 +80,41 @@ impl Evaluator {
             sizes.iter().map(|(s, a)| (*s, s * a.classes)),
             eta,
             pass.max_size,
-            self.dataset.profile.suppression_rule.cap(),
+            self.rule.cap(),
         );
-        // Released = the big classes and every size above j; the rest is suppressed.
+        let removal = self.suppression_of(sens, j);
+        // Released = the big classes and every size above j; the rest is suppressed (or, under
+        // the requirement rule, every class that passes its requirements).
         let mut released = pass.big;
         let mut singles = pass.big_singles;
         let mut suppressed = 0;
-        let mut s_l = pass.sum_sq;
         let mut s_k = pass.sum_size_sq;
-        for &(size, acc) in &sizes {
-            if size <= j {
-                suppressed += size * acc.classes;
-                s_k -= size * size * acc.classes;
-            } else {
-                released.classes += acc.classes;
-                released.min_size = released.min_size.min(size);
-                released.max_size = released.max_size.max(size);
-                released.min_distinct = released.min_distinct.min(acc.min_distinct);
-                singles |= acc.singles;
+        let mut ones = pass.ones;
+        if removal.by_requirements() {
+            released = Released::EMPTY;
+            (s_k, ones) = (0, 0);
+            for (i, (size, distinct)) in sens.sizes().enumerate() {
+                if removal.removes(i, size) {
+                    suppressed += size;
+                } else {
+                    released.add(size, distinct);
+                    s_k += size * size;
+                    ones += u64::from(size == 1);
+                }
+            }
+        } else {
+            for &(size, acc) in &sizes {
+                if size <= j {
+                    suppressed += size * acc.classes;
+                    s_k -= size * size * acc.classes;
+                    ones -= if size == 1 { acc.classes } else { 0 };
+                } else {
+                    released.classes += acc.classes;
+                    released.min_size = released.min_size.min(size);
+                    released.max_size = released.max_size.max(size);
+                    released.min_distinct = released.min_distinct.min(acc.min_distinct);
+                    singles |= acc.singles;
+                }
             }
         }
         s_k += suppressed * n;
@@ -107,14 +124,14 @@ impl Evaluator {
         let shape_needed = released.min_distinct > 1 && counts && self.entropy;
         let distances = counts && released.classes > 0 && self.distances != 0;
         // Suppressed tuples count their value's frequency in the whole table in S_l.
-        let shape = if shape_needed || j > 0 {
-            self.shape_pass(node, sens, j, shape_needed)
+        let shape = if shape_needed || suppressed > 0 {
+            self.shape_pass(node, sens, &removal, shape_needed)
         } else {
             Shape::EMPTY
         };
         // Without Σ count² (S_l not wanted: a lighter evaluator's), S_l is left 0.
-        s_l = if self.entropy {
-            s_l - shape.sum_sq + shape.sum_tot
+        let s_l = if self.entropy {
+            pass.sum_sq - shape.sum_sq + shape.sum_tot
         } else {
             0
         };
@@ -127,7 +144,7 @@ impl Evaluator {
         };
         let dist = if !counts {
             Distances::UNKNOWN
-        } else if distances && fuse {
+        } else if distances && fuse && !removal.by_requirements() {
             self.fused_distances(
                 sens,
                 j,
@@ -136,16 +153,16 @@ impl Evaluator {
                 &scratch.multi[..scratch.multi_len],
             )
         } else if distances {
-            self.distances_of(sens, j)
+            self.distances_of(sens, &removal)
         } else {
             // No released class (each wanted distance 0), or no distance wanted.
             crate::distribution::DistanceMax::wanting(self.distances).finish(&self.model)
         };
         let cm = tables.labels.as_ref().map(|labels| {
             let mut penalties = 0u64;
-            for class in labels.classes() {
+            for (i, class) in labels.classes().enumerate() {
                 let size = class.size;
-                if size <= j {
+                if removal.removes(i, size) {
                     penalties += size;
                 } else {
                     let most = class.cells().map(|c| c.count as u64).max().unwrap_or(0);
@@ -179,12 +196,8 @@ impl Evaluator {
             } else {
                 released.classes as f64 / kept as f64
             },
-            // Classes of one tuple are released only when nothing is suppressed (j = 0).
-            uniques: if j == 0 {
-                pass.ones as f64 / n as f64
-            } else {
-                0.0
-            },
+            // The released classes of one tuple.
+            uniques: ones as f64 / n as f64,
             suppressed,
             glm: base + shape.glm_suppressed,
             aecs: if released.classes == 0 {
@@ -297,7 +310,7 @@ impl Evaluator {
 
     /// Adds class `i` of `sens` (`size` tuples) to `dist`.
     #[inline]
-    fn measure(
+    pub(super) fn measure(
         &self,
         dist: &mut crate::distribution::DistanceMax,
         sens: &CellTable,
@@ -319,7 +332,13 @@ impl Evaluator {
     /// the smallest entropy and size / most-frequent-count (when `shape`); for the classes of at
     /// most `j` tuples, the GLM and non-uniform entropy their suppression loses and Σ count × the
     /// value's count in the whole table (their part of S_l).
-    fn shape_pass(&self, node: &[u8], sens: &CellTable, j: u64, shape: bool) -> Shape {
+    fn shape_pass(
+        &self,
+        node: &[u8],
+        sens: &CellTable,
+        removal: &Suppression,
+        shape: bool,
+    ) -> Shape {
         let qis = self.dataset.qis.len() as f64;
         let totals = &self.dataset.sensitive.counts;
         let mut out = Shape::EMPTY;
@@ -342,11 +361,12 @@ impl Evaluator {
         };
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
-            if size > j && !shape {
+            let removed = removal.removes(i, size);
+            if !removed && !shape {
                 continue;
             }
             let class = sens.class(i);
-            if size <= j {
+            if removed {
                 // One read of each QI's group gives both losses of suppressing the class.
                 let (mut glm, mut nu) = (0.0, 0.0);
                 match &fields {
@@ -400,28 +420,16 @@ impl Evaluator {
             if bound - 1e-9 > out.min_entropy {
                 continue;
             }
-            let mut sum_clnc = 0.0;
-            let mut distinct = 0;
-            for c in class.cells() {
-                let count = c.count as u64;
-                sum_clnc += count as f64 * self.ln_count(count);
-                distinct += 1;
-            }
-            // A class with one sensitive value has entropy exactly 0 (no rounding noise).
-            let entropy = if distinct == 1 {
-                0.0
-            } else {
-                (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
-            };
-            out.min_entropy = out.min_entropy.min(entropy);
+            out.min_entropy = out.min_entropy.min(self.class_entropy(&class, size));
         }
         out
     }
 
-    /// The wanted distances of the classes larger than `j`, for tables with per-value cells (more
-    /// than 16 values; dense tables go through [`Self::fused_distances`]): single-value classes
-    /// count once per value (a precomputed table), every other class is measured.
-    fn distances_of(&self, sens: &CellTable, j: u64) -> Distances {
+    /// The wanted distances of the released classes, for tables with per-value cells (more than
+    /// 16 values) or classes removed by their requirements (dense tables otherwise go through
+    /// [`Self::fused_distances`]): single-value classes count once per value (a precomputed
+    /// table), every other class is measured.
+    fn distances_of(&self, sens: &CellTable, removal: &Suppression) -> Distances {
         use crate::distribution::{DistanceMax, DistanceScratch, SingleValues};
         let model = &self.model;
         let mut dist = DistanceMax::wanting(self.distances);
@@ -429,7 +437,7 @@ impl Evaluator {
         let mut singles = SingleValues::default();
         for i in 0..sens.num_classes() {
             let size = sens.class_size(i);
-            if size <= j {
+            if removal.removes(i, size) {
                 continue;
             }
             match sens.single_value(i) {
@@ -502,11 +510,7 @@ impl SizePass {
         self.ones += u64::from(size == 1);
         self.sum_size_sq += size * size;
         if size > eta {
-            let b = &mut self.big;
-            b.classes += 1;
-            b.min_size = b.min_size.min(size);
-            b.max_size = b.max_size.max(size);
-            b.min_distinct = b.min_distinct.min(distinct);
+            self.big.add(size, distinct);
             self.big_singles |= single;
         } else {
             self.max_small = self.max_small.max(size);
@@ -538,6 +542,15 @@ struct Released {
 }
 
 impl Released {
+    /// Adds a released class.
+    #[inline(always)]
+    fn add(&mut self, size: u64, distinct: u64) {
+        self.classes += 1;
+        self.min_size = self.min_size.min(size);
+        self.max_size = self.max_size.max(size);
+        self.min_distinct = self.min_distinct.min(distinct);
+    }
+
     const EMPTY: Released = Released {
         classes: 0,
         min_size: u64::MAX,

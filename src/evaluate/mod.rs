@@ -9,9 +9,12 @@ use crate::encode::Dataset;
 use crate::error::Result;
 use crate::lattice::{Lattice, Node};
 
+pub use suppression::Suppression;
+
 mod index_pass;
 pub mod json;
 pub mod lattice;
+mod suppression;
 mod sweep;
 mod tables;
 
@@ -81,6 +84,8 @@ pub struct Evaluator {
     class_only: Option<Arc<arrow::array::UInt32Array>>,
     /// Sensitive cell tables hold each class's set of values as a bit mask (one cell per class).
     sens_mask: bool,
+    /// Which classes a node suppresses (the profile's, unless [`Self::with_rule`] set another).
+    rule: crate::suppression::SuppressionRule,
 }
 
 impl Evaluator {
@@ -141,10 +146,33 @@ impl Evaluator {
             label_bits: bits_for(dataset.class.as_ref().map_or(1, |c| c.labels.len())),
             glm_base,
             ln,
-            dataset,
             class_only: None,
             sens_mask: false,
+            rule: dataset.profile.suppression_rule.clone(),
+            dataset,
         })
+    }
+
+    /// The same evaluator under suppression rule `rule` (the encoded dataset is shared). Call it
+    /// on a full evaluator, before [`Self::lightest`]: a lighter one may lack the sensitive
+    /// counts the rule judges classes by.
+    pub fn with_rule(&self, rule: crate::suppression::SuppressionRule) -> Self {
+        Evaluator {
+            rule,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the cell tables hold what the rule judges a class by (a lighter evaluator's may
+    /// not: see [`Self::with_rule`]).
+    fn judges_classes(&self) -> bool {
+        let (counts, _, _) = crate::indices::Index::needs(&self.rule.class_indices());
+        self.class_only.is_none() && (!counts || !self.sens_mask)
+    }
+
+    /// The suppression rule nodes are evaluated under.
+    pub fn suppression_rule(&self) -> &crate::suppression::SuppressionRule {
+        &self.rule
     }
 
     /// An evaluator of the same dataset whose sensitive tables keep, per equivalence class, only
@@ -154,7 +182,9 @@ impl Evaluator {
     pub fn distinct_only(&self) -> Option<Self> {
         let ds = &self.dataset;
         let sens_n = ds.sensitive.labels.len();
-        if sens_n > 32 {
+        // A class judged by more than its distinct values needs the counts.
+        let judged = self.rule.class_indices();
+        if sens_n > 32 || judged.iter().any(|&i| i != crate::indices::Index::L) {
             return None;
         }
         let keys = match &self.keys {
@@ -180,6 +210,11 @@ impl Evaluator {
     /// classes, max class, suppressed, GLM, S_k, CM); searches use it when their objectives
     /// are among those.
     pub fn class_only(&self) -> Result<Self> {
+        let (counts, distinct, _) = crate::indices::Index::needs(&self.rule.class_indices());
+        if counts || distinct {
+            // The rule judges classes by their sensitive values: keep them.
+            return Ok(self.clone());
+        }
         let ds = &self.dataset;
         let keys = match &self.keys {
             ClassKeys::Wide(_) => self.wide_keys(1, self.keys.max_bits()),
@@ -207,6 +242,10 @@ impl Evaluator {
     /// (distinct l), or [`Self::class_only`]. Other indices of its nodes are meaningless (the
     /// distances not asked for are NaN).
     pub fn lightest(&self, indices: &[crate::indices::Index]) -> Result<Self> {
+        // What the suppression rule judges classes by is needed too.
+        let mut all = indices.to_vec();
+        all.extend(self.rule.class_indices());
+        let indices = all.as_slice();
         let (counts, distinct, distances) = crate::indices::Index::needs(indices);
         if counts {
             use crate::indices::Index;

@@ -7,4 +7,5 @@ pub mod loss;
 pub mod objective;
 pub mod properties;
 pub mod quality;
+pub mod requirement;
 pub mod suppression;

@@ -44,9 +44,11 @@ impl Evaluator {
         let ds = self.dataset();
         let classes =
             EquivalenceClasses::build(&ds.qis, node, &self.node_keys(node), ds.num_rows())?;
+        // Classes and cell runs are both in class-key order, so they align index by index.
+        let removal = self.suppression_of(&tables.sens, indices.threshold);
         let mut suppressed = RoaringBitmap::new();
         for i in 0..classes.len() {
-            if classes.members(i).len() <= indices.threshold {
+            if removal.removes(i, classes.members(i).len()) {
                 suppressed |= classes.members(i);
             }
         }
@@ -76,7 +78,7 @@ impl Evaluator {
             .map(|&k| self.class_loss(&keys, node, &node_losses, k))
             .collect();
         let qis = ds.qis.len() as f64;
-        let j = indices.threshold;
+        let removal = self.suppression_of(&tables.sens, indices.threshold);
         let mut v = PropertyVectors {
             p_equiv: Vec::with_capacity(n),
             p_sens: Vec::with_capacity(n),
@@ -88,7 +90,7 @@ impl Evaluator {
         for (r, &c) in classes.row_class().iter().enumerate() {
             let c = c as usize;
             let value = sens_codes[r];
-            if sizes[c] <= j {
+            if removal.removes(c, sizes[c]) {
                 v.p_equiv.push(n as u64);
                 v.p_sens.push(ds.sensitive.counts[value as usize]);
                 v.p_glm.push(qis);
@@ -110,7 +112,7 @@ impl Evaluator {
                 .enumerate()
                 .map(|(r, &c)| {
                     let c = c as usize;
-                    if sizes[c] <= j {
+                    if removal.removes(c, sizes[c]) {
                         return 1;
                     }
                     let run = &label_runs[c];

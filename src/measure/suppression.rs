@@ -1,30 +1,121 @@
 //! Suppression with a limit of η tuples: the DBSEC rule (the papers' searches: spend the budget
-//! on the smallest classes) or the requirement rule (ARX's: suppress only the classes smaller than
-//! the required k, when they fit the budget).
+//! on the smallest classes) or the requirement rule (ARX's: suppress only the classes that violate
+//! the requirements, when they fit the budget).
 
 use serde::Serialize;
 
+use crate::indices::Index;
+use crate::requirement::{Op, Requirement};
+
 /// Which classes a node suppresses within the limit η.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "lowercase", tag = "rule")]
 pub enum SuppressionRule {
     /// DBSEC 2010: classes of size ≤ j, j as large as the budget allows.
     #[default]
     Dbsec,
-    /// Only classes smaller than `k` (those that violate `k>=K`), when all of them fit η;
-    /// otherwise as many of the smallest as fit (the node then misses the requirement).
+    /// Only the classes that violate the requirements: smaller than `k`, or failing one of
+    /// `classes` (requirements judged on each class: `l>=3`, `t_equal<=0.2`, ..), when all of
+    /// them fit η and leave a class; otherwise as many of the classes smaller than `k`, smallest
+    /// first, as fit (the node then misses the requirements, and its indices say so).
     Requirements {
         /// The required k.
         k: u64,
+        /// The requirements other than k that a class can violate on its own.
+        #[serde(serialize_with = "requirement_texts")]
+        classes: Vec<Requirement>,
     },
 }
 
+fn requirement_texts<S: serde::Serializer>(r: &[Requirement], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(r.iter().map(Requirement::text))
+}
+
 impl SuppressionRule {
-    /// The largest class size the rule may suppress.
+    /// The rule named `name` (`requirements` or `dbsec`) for the requirements `require`: the
+    /// requirement rule suppresses below the largest lower bound on k and the classes that
+    /// fail a requirement a single class can fail ([`class_value`]'s indices, in their safe
+    /// direction: lower bounds on l, upper bounds on t, β, δ and the prosecutor risk).
+    pub fn named(name: RuleName, require: &[Requirement]) -> SuppressionRule {
+        match name {
+            RuleName::Dbsec => SuppressionRule::Dbsec,
+            RuleName::Requirements => {
+                let k = require
+                    .iter()
+                    // Lower bounds on k decide what to suppress; an upper bound does not.
+                    .filter(|r| r.measure == Index::K && matches!(r.op, Op::Ge | Op::Gt | Op::Eq))
+                    .map(|r| match r.op {
+                        Op::Gt => r.value.floor() as u64 + 1,
+                        _ => r.value.ceil().max(1.0) as u64,
+                    })
+                    .max()
+                    .unwrap_or(1);
+                let classes = require
+                    .iter()
+                    .filter(|r| r.measure != Index::K && is_class_requirement(r))
+                    .cloned()
+                    .collect();
+                SuppressionRule::Requirements { k, classes }
+            }
+        }
+    }
+
+    /// The rules a release may have been made with, in the order a verifier tries them: the
+    /// one named by a flag alone; else the profile's, the requirement rule (when there are
+    /// requirements) and the DBSEC rule.
+    pub fn candidates(
+        flag: Option<RuleName>,
+        profile: Option<RuleName>,
+        require: &[Requirement],
+    ) -> Vec<SuppressionRule> {
+        let names: Vec<RuleName> = match flag {
+            Some(f) => vec![f],
+            None => profile
+                .into_iter()
+                .chain((!require.is_empty()).then_some(RuleName::Requirements))
+                .chain([RuleName::Dbsec])
+                .collect(),
+        };
+        let mut rules: Vec<SuppressionRule> = Vec::new();
+        for name in names {
+            let rule = SuppressionRule::named(name, require);
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+        rules
+    }
+
+    /// The largest class size the rule may suppress by size alone.
     pub fn cap(&self) -> u64 {
         match self {
             SuppressionRule::Dbsec => u64::MAX,
-            SuppressionRule::Requirements { k } => k.saturating_sub(1),
+            SuppressionRule::Requirements { k, .. } => k.saturating_sub(1),
+        }
+    }
+
+    /// The requirements judged on each class (none for the DBSEC rule).
+    pub fn class_requirements(&self) -> &[Requirement] {
+        match self {
+            SuppressionRule::Dbsec => &[],
+            SuppressionRule::Requirements { classes, .. } => classes,
+        }
+    }
+
+    /// The indices a class is judged by ([`Self::class_requirements`]'), for the tables an
+    /// evaluator must keep.
+    pub fn class_indices(&self) -> Vec<Index> {
+        self.class_requirements()
+            .iter()
+            .map(|r| r.measure)
+            .collect()
+    }
+
+    /// Which rule it is.
+    pub fn name(&self) -> RuleName {
+        match self {
+            SuppressionRule::Dbsec => RuleName::Dbsec,
+            SuppressionRule::Requirements { .. } => RuleName::Requirements,
         }
     }
 
@@ -34,9 +125,114 @@ impl SuppressionRule {
             SuppressionRule::Dbsec => {
                 "dbsec: classes of size <= j, j as large as the limit allows".into()
             }
-            SuppressionRule::Requirements { k } => {
+            SuppressionRule::Requirements { k, classes } if classes.is_empty() => {
                 format!("requirements: only classes smaller than k = {k}, within the limit")
             }
+            SuppressionRule::Requirements { k, classes } => {
+                let each: Vec<String> = classes.iter().map(Requirement::text).collect();
+                format!(
+                    "requirements: only classes smaller than k = {k} or failing {}, within the limit",
+                    each.join(",")
+                )
+            }
+        }
+    }
+}
+
+/// The name of a suppression rule, as flags and profiles give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleName {
+    /// [`SuppressionRule::Dbsec`].
+    Dbsec,
+    /// [`SuppressionRule::Requirements`].
+    Requirements,
+}
+
+impl RuleName {
+    /// Parses `requirements` or `dbsec`; the error says what is accepted.
+    pub fn parse(text: &str) -> Result<RuleName, String> {
+        match text.trim() {
+            "dbsec" => Ok(RuleName::Dbsec),
+            "requirements" => Ok(RuleName::Requirements),
+            other => Err(format!(
+                "unknown suppression rule `{other}` (use requirements or dbsec)"
+            )),
+        }
+    }
+
+    /// The rule a job runs: the one named by a flag, else the profile's, else the requirement
+    /// rule when there are requirements and the DBSEC rule without.
+    pub fn choose(flag: Option<RuleName>, profile: Option<RuleName>, has_require: bool) -> Self {
+        flag.or(profile).unwrap_or(if has_require {
+            RuleName::Requirements
+        } else {
+            RuleName::Dbsec
+        })
+    }
+}
+
+/// Whether a single class can violate `r` on its own: a lower bound on k or an l, or an upper
+/// bound on a distance, β, δ or the prosecutor risk (each class's own value, [`class_value`]).
+pub fn is_class_requirement(r: &Requirement) -> bool {
+    let lower = matches!(r.op, Op::Ge | Op::Gt);
+    let upper = matches!(r.op, Op::Le | Op::Lt);
+    match r.measure {
+        Index::K | Index::L | Index::LEntropy | Index::LProbabilistic => lower,
+        Index::TEqual
+        | Index::TOrdered
+        | Index::THierarchical
+        | Index::Beta
+        | Index::DeltaDisclosure
+        | Index::RiskProsecutor => upper,
+        _ => false,
+    }
+}
+
+/// What one class of `size` tuples contributes to a class-level index: the node's value is the
+/// minimum (k, the l's) or maximum (the rest) of these over its released classes. `distinct`
+/// values, `entropy` its Shannon entropy, `most` its most frequent value's count, `distances` its
+/// own distances; `None` for an index that is not a class's.
+pub fn class_value(index: Index, c: &ClassMeasures) -> Option<f64> {
+    Some(match index {
+        Index::K => c.size as f64,
+        Index::L => c.distinct as f64,
+        Index::LEntropy => c.entropy.exp(),
+        Index::LProbabilistic => c.size as f64 / c.most as f64,
+        Index::RiskProsecutor => 1.0 / c.size as f64,
+        Index::TEqual => c.distances.t_equal,
+        Index::TOrdered => c.distances.t_ordered,
+        Index::THierarchical => c.distances.t_hierarchical,
+        Index::Beta => c.distances.beta,
+        Index::DeltaDisclosure => c.distances.delta,
+        _ => return None,
+    })
+}
+
+/// One class's own measures, for [`class_value`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClassMeasures {
+    /// Tuples in the class.
+    pub size: u64,
+    /// Distinct sensitive values.
+    pub distinct: u64,
+    /// Shannon entropy (natural log) of its sensitive values.
+    pub entropy: f64,
+    /// Count of its most frequent sensitive value.
+    pub most: u64,
+    /// Its distances from the table's distribution.
+    pub distances: crate::distribution::Distances,
+}
+
+impl ClassMeasures {
+    /// A class known by its size and distinct values only (the rest unknown: NaN).
+    pub fn of_size(size: u64, distinct: u64) -> Self {
+        ClassMeasures {
+            size,
+            distinct,
+            entropy: f64::NAN,
+            most: 0,
+            distances: crate::distribution::Distances::UNKNOWN,
         }
     }
 }

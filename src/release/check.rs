@@ -265,6 +265,32 @@ fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseChec
     }
 }
 
+/// [`verify_release`] under each of `rules` in turn (the rules the release may have been made
+/// with, [`crate::suppression::SuppressionRule::candidates`]): the check, the engine's indices
+/// and the evaluator of the first rule under which the release is exactly the node's release;
+/// the first rule's failure when there is none.
+pub async fn verify_release_under(
+    ctx: &SessionContext,
+    ev: &Evaluator,
+    release: &Path,
+    rules: &[crate::suppression::SuppressionRule],
+) -> Result<(ReleaseCheck, NodeIndices, Evaluator)> {
+    let mut first_error = None;
+    for rule in rules {
+        let ev = ev.with_rule(rule.clone());
+        match verify_release(ctx, &ev, release, None, None).await {
+            Ok((check, expected)) => return Ok((check, expected, ev)),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| PbgError::Verification {
+        path: release.to_path_buf(),
+        message: "no suppression rule to check the release under".into(),
+    }))
+}
+
 /// The one verifier. Re-reads a written release — a file or a directory of files (partitioned
 /// output included), CSV read as text — through DataFusion, checks its columns (the input's less
 /// the identifiers), recomputes classes, k, l, entropy l and GLM from its labels alone (no engine
@@ -470,8 +496,9 @@ pub fn confirm(
         let tables = ev.tables(&expected.node)?;
         let keys = ev.node_keys(&expected.node);
         let mut cells: Vec<(Vec<u32>, String, u64)> = Vec::new();
-        for class in tables.sens.classes() {
-            if class.size <= expected.threshold {
+        let removal = ev.suppression_of(&tables.sens, expected.threshold);
+        for (i, class) in tables.sens.classes().enumerate() {
+            if removal.removes(i, class.size) {
                 continue;
             }
             let key = class.key;

@@ -14,9 +14,9 @@ use crate::error::{PbgError, Result};
 use crate::evaluate::json::index_fields;
 use crate::indices::{NodeIndices, Present};
 use crate::lattice::Node;
-use crate::policy::{Measure, Op, Picked, Policy, PolicyText, Requirement, pick};
+use crate::policy::{Picked, Policy, PolicyText, Requirement, pick};
 use crate::profile::Profile;
-use crate::suppression::SuppressionRule;
+use crate::suppression::{RuleName, SuppressionRule};
 
 /// What to release: an explicit node, or a policy that picks one.
 #[derive(Debug, Clone, Default)]
@@ -31,32 +31,23 @@ pub struct Job {
     pub suppression_rule: Option<String>,
 }
 
-/// The suppression rule named by `flag`, with the k of the requirements `require`.
-pub fn suppression_rule(flag: Option<&str>, require: Option<&str>) -> Result<SuppressionRule> {
+/// The suppression rule a job runs: named by `flag` (`requirements` or `dbsec`), else by the
+/// `profile`, else the requirement rule when there are requirements `require`; built from them.
+pub fn suppression_rule(
+    flag: Option<&str>,
+    profile: Option<RuleName>,
+    require: Option<&str>,
+) -> Result<SuppressionRule> {
     let requirements = match require {
         Some(r) => Requirement::parse_list(r)?,
         None => Vec::new(),
     };
-    let k = requirements
-        .iter()
-        // Lower bounds on k decide what to suppress; an upper bound does not.
-        .filter(|r| r.measure == Measure::K && matches!(r.op, Op::Ge | Op::Gt | Op::Eq))
-        .map(|r| match r.op {
-            Op::Gt => r.value.floor() as u64 + 1,
-            _ => r.value.ceil().max(1.0) as u64,
-        })
-        .max()
-        .unwrap_or(1);
-    match flag {
-        Some("dbsec") => Ok(SuppressionRule::Dbsec),
-        Some("requirements") => Ok(SuppressionRule::Requirements { k }),
-        Some(other) => Err(PbgError::argument(
-            "--suppression-rule",
-            format!("unknown rule `{other}` (use requirements or dbsec)"),
-        )),
-        None if require.is_some() => Ok(SuppressionRule::Requirements { k }),
-        None => Ok(SuppressionRule::Dbsec),
-    }
+    let flag = flag
+        .map(RuleName::parse)
+        .transpose()
+        .map_err(|m| PbgError::argument("--suppression-rule", m))?;
+    let name = RuleName::choose(flag, profile, require.is_some());
+    Ok(SuppressionRule::named(name, &requirements))
 }
 
 impl Job {
@@ -64,6 +55,7 @@ impl Job {
     pub fn apply_rule(&self, profile: &mut Profile) -> Result<()> {
         profile.suppression_rule = suppression_rule(
             self.suppression_rule.as_deref(),
+            profile.rule_name,
             self.policy.require.as_deref(),
         )?;
         Ok(())

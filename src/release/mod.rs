@@ -15,7 +15,7 @@ mod stream;
 mod text;
 mod udf;
 
-pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release};
+pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release, verify_release_under};
 pub use fingerprint::{Fingerprint, FingerprintExec, FingerprintFunc, fingerprint};
 pub use job::{Job, suppression_rule};
 pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};

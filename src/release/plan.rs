@@ -14,17 +14,20 @@ use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::input::{self, df_error};
 
-/// The class keys (see [`NodeKeys`]) of the classes the suppression rule removes at `node`.
+/// The class keys (see [`NodeKeys`]) of the classes the suppression rule removes at `node`
+/// (whose size rule has threshold `threshold`).
 pub fn suppressed_classes(ev: &Evaluator, node: &[u8], threshold: u64) -> Result<HashSet<u64>> {
-    if threshold == 0 {
+    if threshold == 0 && ev.suppression_rule().class_requirements().is_empty() {
         return Ok(HashSet::new());
     }
     let tables = ev.tables(node)?;
+    let removal = ev.suppression_of(&tables.sens, threshold);
     Ok(tables
         .sens
         .classes()
-        .filter(|c| c.size <= threshold)
-        .map(|c| c.key)
+        .enumerate()
+        .filter(|(i, c)| removal.removes(*i, c.size))
+        .map(|(_, c)| c.key)
         .collect())
 }
 

@@ -53,7 +53,7 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
         let name = string_arg(NAME, exprs, 0, "the profile")?;
         let how = string_arg(NAME, exprs, 1, "the node (or 'pick')")?;
         let profile = self.registry.declaration(NAME, &name)?;
-        let ev = self.registry.statistics(NAME, &name, args.session())?;
+        let mut ev = self.registry.statistics(NAME, &name, args.session())?;
         let node = if how.trim().eq_ignore_ascii_case("pick") {
             let require = match exprs.len() {
                 2 => None,
@@ -71,6 +71,11 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
             };
             let policy = Policy::parse(&text, crate::indices::Present::of(ev.dataset()))
                 .map_err(|e| plan(NAME, e))?;
+            // The rule `pbg anonymize --pick` runs: the profile's, else the requirement rule.
+            let rule =
+                crate::release::suppression_rule(None, profile.rule_name, text.require.as_deref())
+                    .map_err(|e| plan(NAME, e))?;
+            ev = Arc::new(ev.with_rule(rule));
             pick(&ev, &policy).map_err(|e| plan(NAME, e))?.node
         } else {
             if exprs.len() > 2 {
