@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::common::{pbg, pbg_json};
+use crate::common::{pbg, pbg_json, repo};
 
 /// Runs pbg, expects failure without a panic, and returns stderr.
 fn fails(args: &[&str]) -> String {
@@ -1336,4 +1336,181 @@ fn directory_files_the_listing_would_skip_are_refused() {
     let p = profile(dir.path(), &glob, false, "");
     let v = crate::common::pbg_json(&["evaluate", &p, "--node", "0"]);
     assert_eq!(v["classes"], serde_json::json!(2), "{v}");
+}
+
+/// `--require 'k>=2,l>=2'` under the requirement rule removes exactly the classes that fail k or
+/// l (counted from the node's property vectors without suppression: a class of one value has
+/// P_sens = P_equiv on every row), when they fit the limit; with a limit one row short, the node
+/// misses l and is refused. A profile's `suppression_rule` sets the default, and SQL picks and
+/// verifies under the same rule as the CLI.
+#[test]
+fn the_requirement_rule_also_suppresses_the_classes_that_violate_l() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = "3,1,1,2,1,1,2,0";
+    let v = pbg_json(&[
+        "evaluate",
+        "datasets/adult/adult.toml",
+        "--node",
+        node,
+        "--suppression-limit",
+        "0",
+        "--vectors",
+    ]);
+    let (equiv, sens) = (
+        v["p_equiv"].as_array().unwrap(),
+        v["p_sens"].as_array().unwrap(),
+    );
+    let failing = equiv
+        .iter()
+        .zip(sens)
+        .filter(|(e, s)| e.as_u64().unwrap() < 2 || e == s)
+        .count() as u64;
+    let too_small = equiv.iter().filter(|e| e.as_u64().unwrap() < 2).count() as u64;
+    assert!(failing > too_small, "the node has classes that fail l only");
+    let anonymize = |limit: u64, out: &str| {
+        pbg(&[
+            "anonymize",
+            "datasets/adult/adult.toml",
+            "--node",
+            node,
+            "--require",
+            "k>=2,l>=2",
+            "--suppression-limit",
+            &limit.to_string(),
+            "--output",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+    let out = anonymize(failing, "fits.csv");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["suppressed"].as_u64().unwrap(), failing);
+    assert_eq!(r["rows_released"].as_u64().unwrap(), 30162 - failing);
+    assert_eq!(
+        (r["check"]["k"].as_u64(), r["check"]["l_distinct"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let rule = r["suppression_rule"].as_str().unwrap();
+    assert!(rule.contains("failing l>=2"), "{rule}");
+    let ok = pbg_json(&[
+        "verify",
+        "datasets/adult/adult.toml",
+        "--release",
+        dir.path().join("fits.csv").to_str().unwrap(),
+        "--require",
+        "k>=2,l>=2",
+        "--suppression-limit",
+        &failing.to_string(),
+    ]);
+    assert_eq!(
+        (ok["ok"].as_bool(), ok["suppressed"].as_u64()),
+        (Some(true), Some(failing))
+    );
+    // One row short: only the classes smaller than k go, and the node misses l.
+    let short = anonymize(failing - 1, "short.csv");
+    assert!(!short.status.success());
+    let err = String::from_utf8_lossy(&short.stderr);
+    assert!(err.contains("does not meet l>=2"), "{err}");
+    assert!(!dir.path().join("short.csv").exists());
+    // The profile names the DBSEC rule: it is the default even with requirements.
+    let adult = repo("datasets/adult");
+    let toml = std::fs::read_to_string(adult.join("adult.toml"))
+        .unwrap()
+        .replace(
+            "\"adult.csv\"",
+            &format!("\"{}/adult.csv\"", adult.display()),
+        )
+        .replace("\"dbsec-", &format!("\"{}/dbsec-", adult.display()))
+        .replace(
+            "suppression_limit = \"301\"",
+            "suppression_limit = \"301\"\nsuppression_rule = \"dbsec\"",
+        );
+    let by_dbsec = write(dir.path(), "dbsec.toml", &toml);
+    let d = pbg_json(&[
+        "anonymize",
+        &by_dbsec,
+        "--node",
+        node,
+        "--require",
+        "k>=2",
+        "--output",
+        dir.path().join("dbsec.csv").to_str().unwrap(),
+    ]);
+    assert!(d["suppression_rule"].as_str().unwrap().starts_with("dbsec"));
+    let bad = fails(&[
+        "anonymize",
+        &write(
+            dir.path(),
+            "bad.toml",
+            &toml.replace("\"dbsec\"\n", "\"arx\"\n"),
+        ),
+        "--node",
+        node,
+        "--output",
+        "x.csv",
+    ]);
+    assert!(
+        bad.contains("suppression_rule") && bad.contains("`arx`"),
+        "{bad}"
+    );
+    // SQL: the pick runs under the requirement rule, as `anonymize --pick` does, and
+    // pbg_verify finds the rule.
+    let cli = dir.path().join("cli.csv");
+    let picked = pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult.toml",
+        "--pick",
+        "--require",
+        "k>=5,l>=3",
+        "--output",
+        cli.to_str().unwrap(),
+    ]);
+    assert!(
+        picked["suppression_rule"]
+            .as_str()
+            .unwrap()
+            .contains("failing l>=3")
+    );
+    let sql_out = dir.path().join("sql.csv");
+    let o = pbg(&[
+        "sql",
+        "datasets/adult/adult.toml",
+        "--format",
+        "csv",
+        "-c",
+        &format!(
+            "COPY (SELECT * FROM pbg_anonymize('adult', 'pick', 'k>=5,l>=3', 'glm')) TO '{}' STORED AS CSV; SELECT node, suppressed FROM pbg_verify('adult', '{}', 'k>=5,l>=3')",
+            sql_out.display(),
+            sql_out.display()
+        ),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let node_text = picked["node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(
+        text.contains(&format!("\"{node_text}\",{}", picked["suppressed"])),
+        "{text}"
+    );
+    // The same rows (the SQL writer may order them otherwise).
+    let lines = |p: &Path| {
+        let mut l: Vec<String> = fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l
+    };
+    let (a, b) = (lines(&cli), lines(&sql_out));
+    assert!(a == b, "{} CLI rows, {} SQL rows", a.len(), b.len());
 }
