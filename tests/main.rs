@@ -7,6 +7,7 @@ mod common;
 mod csv_release;
 mod distances;
 mod fuzz;
+mod fuzz_cli;
 mod golden;
 mod init;
 mod naive;
