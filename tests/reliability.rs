@@ -241,17 +241,74 @@ fn interval_cuts_out_of_order_steps_zero_and_non_finite_values_are_refused() {
                 "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"age\"\nhierarchy = {{ type = \"interval\", widths = [10] }}\n"
             ),
         );
+        let out = dir.path().join("r.csv");
+        let release = dir.path().join("given.csv");
+        fs::write(&release, "age,disease\n[20-30),flu\n*,cold\n").unwrap();
         for cmd in [
             vec!["evaluate", p.as_str(), "--node", "0"],
             vec!["lattice", p.as_str()],
+            vec![
+                "anonymize",
+                p.as_str(),
+                "--node",
+                "1",
+                "--output",
+                out.to_str().unwrap(),
+            ],
+            vec!["verify", p.as_str(), "--release", release.to_str().unwrap()],
         ] {
             let err = fails(&cmd);
             assert!(
                 err.contains(&format!("`{bad}`")) && err.contains("row 2"),
-                "{err}"
+                "{cmd:?}: {err}"
             );
+            assert!(!out.exists());
         }
     }
+}
+
+/// A masked QI of 1 MB values: the default mask (one step per character) is refused with the
+/// length and the fix; with `steps` declared, the release masks the value's tail and verifies,
+/// in bounded memory.
+#[test]
+fn a_mask_over_megabyte_values_is_refused_or_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "7".repeat(1_000_000);
+    let data = write(
+        dir.path(),
+        "d.csv",
+        &format!("zip,disease\n{long},flu\n{long},cold\n12345,flu\n12346,cold\n"),
+    );
+    let toml = |h: &str| {
+        format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = {h}\n"
+        )
+    };
+    let p = write(dir.path(), "p.toml", &toml("{ type = \"mask\" }"));
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("`zip`") && err.contains("1000000 characters") && err.contains("steps"),
+        "{err}"
+    );
+    let q = write(
+        dir.path(),
+        "q.toml",
+        &toml("{ type = \"mask\", steps = 2 }"),
+    );
+    let out = dir.path().join("r.csv");
+    let r = pbg_json(&[
+        "anonymize",
+        &q,
+        "--node",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    let text = fs::read_to_string(&out).unwrap();
+    let masked = format!("{}**", "7".repeat(999_998));
+    assert_eq!(text.lines().filter(|l| l.starts_with(&masked)).count(), 2);
+    assert!(!text.contains(&long), "the raw value is not released");
 }
 
 #[test]
@@ -1513,4 +1570,15 @@ fn the_requirement_rule_also_suppresses_the_classes_that_violate_l() {
     };
     let (a, b) = (lines(&cli), lines(&sql_out));
     assert!(a == b, "{} CLI rows, {} SQL rows", a.len(), b.len());
+}
+
+/// `cargo build --release` and `cargo install --path .` give a stripped binary (DataFusion's
+/// line tables made it 700 MB). CI builds one profile only, so the setting itself is pinned.
+#[test]
+fn the_release_profile_strips_the_binary() {
+    let manifest: toml::Table =
+        toml::from_str(&fs::read_to_string(repo("Cargo.toml")).unwrap()).unwrap();
+    let release = &manifest["profile"]["release"];
+    assert_eq!(release.get("strip"), Some(&toml::Value::Boolean(true)));
+    assert_eq!(release.get("debug"), Some(&toml::Value::Boolean(false)));
 }
