@@ -232,6 +232,10 @@ proptest! {
         run(&["--quiet", "correlate", prof], &context)?;
         run(&["--quiet", "sql", prof, "--table", "d", "-c", "SELECT * FROM pbg_evaluate('d', '0')"], &context)?;
         run(&["--quiet", "init", "--input", &s(&data), "--delimiter", &d, "--output", &s(&p("drafted"))], &context)?;
+        let built = p("built.csv");
+        if !run(&["--quiet", "hierarchy", "build", "--input", &s(&data), "--delimiter", &d, "--column", "zip", "--output", &s(&built)], &context)? {
+            prop_assert!(!built.exists(), "a hierarchy after a failure");
+        }
         let report = p("r.html");
         if !run(&["--quiet", "report", prof, "--node", "0", "--output", &s(&report)], &context)? {
             prop_assert!(!report.exists(), "a report after a failure");

@@ -157,10 +157,15 @@ fn loss(h: &[Vec<String>], value: &str, level: usize) -> f64 {
 pub enum NaiveRule {
     /// DBSEC: every class of size ≤ j, j as large as η allows.
     Dbsec,
-    /// ARX's: the classes smaller than `k`, with fewer than `l` distinct values or a `t_equal`
-    /// above `t`, when together they fit η and leave a class; else the DBSEC rule never
-    /// suppressing a class of `k` or more tuples.
-    Requirements { k: u64, l: u64, t: Option<f64> },
+    /// ARX's: the classes smaller than `k`, with fewer than `l` distinct values, a `t_equal`
+    /// above `t` or a prosecutor risk 1 / size above `risk`, when together they fit η and leave
+    /// a class; else the DBSEC rule never suppressing a class of `k` or more tuples.
+    Requirements {
+        k: u64,
+        l: u64,
+        t: Option<f64>,
+        risk: Option<f64>,
+    },
 }
 
 /// Evaluates `node` with suppression limit `eta` under the DBSEC rule.
@@ -209,7 +214,13 @@ pub fn evaluate_under(t: &NaiveTable, node: &[u8], eta: u64, rule: &NaiveRule) -
     }
     // The classes the requirement rule finds failing, when they fit; else none (size rule).
     let mut failing: Vec<&Vec<String>> = Vec::new();
-    if let NaiveRule::Requirements { k, l, t: t_max } = rule {
+    if let NaiveRule::Requirements {
+        k,
+        l,
+        t: t_max,
+        risk,
+    } = rule
+    {
         j = j.min(k - 1);
         for (g, members) in &classes {
             let mut hist: HashMap<&str, u64> = HashMap::new();
@@ -220,6 +231,7 @@ pub fn evaluate_under(t: &NaiveTable, node: &[u8], eta: u64, rule: &NaiveRule) -
             if (members.len() as u64) < *k
                 || (hist.len() as u64) < *l
                 || t_max.is_some_and(|x| te > x)
+                || risk.is_some_and(|r| 1.0 / members.len() as f64 > r)
             {
                 failing.push(g);
             }

@@ -1582,3 +1582,159 @@ fn the_release_profile_strips_the_binary() {
     assert_eq!(release.get("strip"), Some(&toml::Value::Boolean(true)));
     assert_eq!(release.get("debug"), Some(&toml::Value::Boolean(false)));
 }
+
+/// Found by trying to break the requirement rule: a requirement that needs no sensitive values
+/// (`risk_prosecutor<=0.1`, i.e. classes of at least 10) picks what `k>=10` picks; a bound too
+/// large for an integer is a clean "no node meets"; a verify given other requirements than the
+/// release was made with says how to recognize it.
+#[test]
+fn the_requirement_rule_at_its_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let pick = |require: &str, out: &str| {
+        pbg(&[
+            "anonymize",
+            "datasets/adult/adult.toml",
+            "--pick",
+            "--require",
+            require,
+            "--output",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let by_risk = json(&pick("risk_prosecutor<=0.1", "risk.csv"));
+    let by_k = json(&pick("k>=10", "k.csv"));
+    assert_eq!(
+        (&by_risk["node"], &by_risk["suppressed"]),
+        (&by_k["node"], &by_k["suppressed"])
+    );
+    assert_eq!(by_k["node"], serde_json::json!([6, 1, 3, 2, 0, 0, 3, 0]));
+    assert_eq!(by_k["suppressed"], 278);
+    for require in ["k>1e30", "k>18446744073709551615"] {
+        let o = pick(require, "huge.csv");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("no node"), "{err}");
+        let err = fails(&[
+            "verify",
+            "datasets/adult/adult.toml",
+            "--release",
+            dir.path().join("k.csv").to_str().unwrap(),
+            "--require",
+            require,
+        ]);
+        assert!(err.contains("does not meet k>"), "{err}");
+    }
+    // Made with k>=5,l>=3: verify with k>=5 alone cannot tell which classes the rule removed.
+    json(&pick("k>=5,l>=3", "kl.csv"));
+    let kl = dir.path().join("kl.csv");
+    let err = fails(&[
+        "verify",
+        "datasets/adult/adult.toml",
+        "--release",
+        kl.to_str().unwrap(),
+        "--require",
+        "k>=5",
+    ]);
+    assert!(err.contains("give them with --require"), "{err}");
+    let ok = pbg_json(&[
+        "verify",
+        "datasets/adult/adult.toml",
+        "--release",
+        kl.to_str().unwrap(),
+        "--require",
+        "k>=5,l>=3",
+    ]);
+    assert_eq!(ok["ok"], true);
+    // `--require ''` is no requirement: the DBSEC rule, as verify assumes.
+    let none = dir.path().join("none.csv");
+    let r = pbg_json(&[
+        "anonymize",
+        "datasets/adult/adult.toml",
+        "--node",
+        "3,1,1,2,1,1,2,0",
+        "--require",
+        "",
+        "--output",
+        none.to_str().unwrap(),
+    ]);
+    assert!(r["suppression_rule"].as_str().unwrap().starts_with("dbsec"));
+    let v = pbg_json(&[
+        "verify",
+        "datasets/adult/adult.toml",
+        "--release",
+        none.to_str().unwrap(),
+        "--require",
+        "",
+    ]);
+    assert_eq!(v["ok"], true);
+}
+
+/// Entropy l is exact where it can be: a class of 3 × x and 3 × y has entropy l exactly 2 (the
+/// rounded exp(ln 6 − ln 3) is 1.9999999999999998), so `l_entropy>=2` holds for it in the engine,
+/// the verifier with and without the input, and the SQL aggregate.
+#[test]
+fn entropy_l_of_equally_frequent_values_is_their_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = String::from("a,b,s\n");
+    for (a, b) in [("a0", "b0"), ("a1", "b1")] {
+        for s in ["x", "x", "x", "y", "y", "y"] {
+            rows += &format!("{a},{b},{s}\n");
+        }
+    }
+    let data = write(dir.path(), "e.csv", &rows);
+    let p = write(
+        dir.path(),
+        "e.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"s\"\n[[qi]]\nname = \"a\"\nhierarchy = {{ type = \"table\", rows = [[\"a0\",\"*\"],[\"a1\",\"*\"]] }}\n[[qi]]\nname = \"b\"\nhierarchy = {{ type = \"table\", rows = [[\"b0\",\"*\"],[\"b1\",\"*\"]] }}\n"
+        ),
+    );
+    let v = pbg_json(&["evaluate", &p, "--node", "0,0"]);
+    assert_eq!(v["l_entropy"], 2.0);
+    let out = dir.path().join("r.csv");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--pick",
+        "--require",
+        "l_entropy>=2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["node"], serde_json::json!([0, 0]));
+    let release = out.to_str().unwrap();
+    let with_input = pbg_json(&[
+        "verify",
+        &p,
+        "--release",
+        release,
+        "--require",
+        "l_entropy>=2",
+    ]);
+    assert_eq!(with_input["ok"], true);
+    let alone = pbg_json(&[
+        "verify",
+        "--release",
+        release,
+        "--qis",
+        "a,b",
+        "--sensitive",
+        "s",
+        "--require",
+        "l_entropy>=2",
+    ]);
+    assert_eq!(alone["ok"], true);
+    let o = pbg(&[
+        "sql",
+        &p,
+        "--format",
+        "csv",
+        "-c",
+        "SELECT a, entropy_l(s) AS l FROM e GROUP BY a ORDER BY a",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "a,l\na0,2.0\na1,2.0\n");
+}

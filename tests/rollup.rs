@@ -238,16 +238,24 @@ proptest! {
         k in 1u64..5,
         l in 1u64..4,
         t_max in proptest::option::of(0.05f64..0.9),
+        risk in proptest::option::of(0.1f64..0.7),
     ) {
         use pbg::indices::Index;
         use pbg::suppression::{RuleName, SuppressionRule};
-        let mut text = format!("k>={k},l>={l}");
+        // Without l or t, the requirements need no sensitive values (a class-only evaluator).
+        let mut text = format!("k>={k}");
+        if l > 1 {
+            text += &format!(",l>={l}");
+        }
         if let Some(x) = t_max {
             text += &format!(",t_equal<={x}");
         }
+        if let Some(r) = risk {
+            text += &format!(",risk_prosecutor<={r}");
+        }
         let require = pbg::policy::Requirement::parse_list(&text).unwrap();
         let ev = engine(&t, eta).with_rule(SuppressionRule::named(RuleName::Requirements, &require));
-        let rule = naive::NaiveRule::Requirements { k, l, t: t_max };
+        let rule = naive::NaiveRule::Requirements { k, l, t: t_max, risk };
         let needed: Vec<Index> = require.iter().map(|r| r.measure).collect();
         let light = ev.lightest(&needed).unwrap();
         let swept = ev.evaluate_lattice(&|| {}).unwrap();
@@ -259,10 +267,13 @@ proptest! {
             let want = naive::evaluate_under(&t, &node, eta, &rule);
             let lx = &light_swept[i];
             prop_assert_eq!(
-                (lx.classes, lx.k, lx.l_distinct, lx.suppressed),
-                (direct.classes, direct.k, direct.l_distinct, direct.suppressed),
+                (lx.classes, lx.k, lx.suppressed, lx.glm),
+                (direct.classes, direct.k, direct.suppressed, direct.glm),
                 "lightest at {:?}", node
             );
+            if l > 1 {
+                prop_assert_eq!(lx.l_distinct, direct.l_distinct);
+            }
             if t_max.is_some() {
                 prop_assert_eq!(lx.t_equal, direct.t_equal);
             }

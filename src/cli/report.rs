@@ -19,6 +19,8 @@ pub struct ReportFacts {
     pub sizes: Vec<(u64, u64, u64, u64)>,
     /// Suppressed classes and their rows.
     pub suppressed: (u64, u64),
+    /// Whether classes were suppressed because they failed a requirement (not by size alone).
+    pub by_requirements: bool,
     /// The exact {k, GLM} front: (node, k, glm); `None` with why when the lattice is too large.
     pub front: Result<Vec<(Vec<u8>, f64, f64)>, String>,
     /// Lattice nodes.
@@ -86,6 +88,7 @@ pub fn facts(ev: &Evaluator, node: &[u8]) -> pbg::error::Result<ReportFacts> {
         qis,
         sizes,
         suppressed,
+        by_requirements: removal.by_requirements(),
         front,
         lattice_size,
         indices,
@@ -211,13 +214,18 @@ code{{background:#f4f4f4;padding:0 .2em}}.note{{color:#666;font-size:.9em}}</sty
     }
     let _ = write!(
         h,
-        r#"<h2>Data set</h2><table><tr><th>release</th><td><code>{}</code></td></tr><tr><th>input rows</th><td class="n" id="rows_in">{}</td></tr><tr><th>released rows</th><td class="n" id="rows_released">{}</td></tr><tr><th>suppressed rows</th><td class="n" id="suppressed">{}</td></tr><tr><th>suppression rule</th><td>{} (threshold: classes of ≤ {} rows)</td></tr><tr><th>lattice</th><td class="n">{} nodes</td></tr></table>"#,
+        r#"<h2>Data set</h2><table><tr><th>release</th><td><code>{}</code></td></tr><tr><th>input rows</th><td class="n" id="rows_in">{}</td></tr><tr><th>released rows</th><td class="n" id="rows_released">{}</td></tr><tr><th>suppressed rows</th><td class="n" id="suppressed">{}</td></tr><tr><th>suppression rule</th><td>{} (threshold: classes of ≤ {} rows{})</td></tr><tr><th>lattice</th><td class="n">{} nodes</td></tr></table>"#,
         esc(report["output"].as_str().unwrap_or("none (report only)")),
         report["rows_in"],
         report["rows_released"],
         report["suppressed"],
         esc(report["suppression_rule"].as_str().unwrap_or("")),
         report["threshold"],
+        if facts.by_requirements {
+            ", and the classes that fail a requirement"
+        } else {
+            ""
+        },
         facts.lattice_size
     );
     h.push_str("<h2>Requirements</h2>");

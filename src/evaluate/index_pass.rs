@@ -138,7 +138,7 @@ impl Evaluator {
         let (l_entropy, l_probabilistic) = if counts && !self.entropy {
             (f64::NAN, f64::NAN)
         } else if shape_needed || released.classes == 0 {
-            (shape.min_entropy.exp(), shape.min_prob)
+            (shape.min_l_entropy, shape.min_prob)
         } else {
             (1.0, 1.0)
         };
@@ -420,7 +420,9 @@ impl Evaluator {
             if bound - 1e-9 > out.min_entropy {
                 continue;
             }
-            out.min_entropy = out.min_entropy.min(self.class_entropy(&class, size));
+            let (entropy, l) = self.class_entropy(&class, size);
+            out.min_entropy = out.min_entropy.min(entropy);
+            out.min_l_entropy = out.min_l_entropy.min(l);
         }
         out
     }
@@ -456,7 +458,10 @@ type PackedField<'a> = (u32, u64, &'a [f64], &'a [f64]);
 
 /// What [`Evaluator::shape_pass`] yields.
 struct Shape {
+    /// The smallest class entropy (for the min-entropy bound).
     min_entropy: f64,
+    /// The smallest class entropy l (exact where exp(H) is, see [`Evaluator::class_entropy`]).
+    min_l_entropy: f64,
     min_prob: f64,
     glm_suppressed: f64,
     nu_suppressed: f64,
@@ -467,6 +472,7 @@ struct Shape {
 impl Shape {
     const EMPTY: Shape = Shape {
         min_entropy: f64::INFINITY,
+        min_l_entropy: f64::INFINITY,
         min_prob: f64::INFINITY,
         glm_suppressed: 0.0,
         nu_suppressed: 0.0,

@@ -166,8 +166,9 @@ impl Evaluator {
     /// Whether the cell tables hold what the rule judges a class by (a lighter evaluator's may
     /// not: see [`Self::with_rule`]).
     fn judges_classes(&self) -> bool {
-        let (counts, _, _) = crate::indices::Index::needs(&self.rule.class_indices());
-        self.class_only.is_none() && (!counts || !self.sens_mask)
+        let (counts, distinct, _) = crate::indices::Index::needs(&self.rule.class_indices());
+        let values = self.class_only.is_none();
+        (!counts || values && !self.sens_mask) && (!distinct || values)
     }
 
     /// The suppression rule nodes are evaluated under.
@@ -183,8 +184,8 @@ impl Evaluator {
         let ds = &self.dataset;
         let sens_n = ds.sensitive.labels.len();
         // A class judged by more than its distinct values needs the counts.
-        let judged = self.rule.class_indices();
-        if sens_n > 32 || judged.iter().any(|&i| i != crate::indices::Index::L) {
+        let (counts, _, _) = crate::indices::Index::needs(&self.rule.class_indices());
+        if sens_n > 32 || counts {
             return None;
         }
         let keys = match &self.keys {

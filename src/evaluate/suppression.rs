@@ -110,26 +110,40 @@ impl Evaluator {
         ClassMeasures {
             size,
             distinct,
-            entropy: self.class_entropy(&class, size),
+            l_entropy: self.class_entropy(&class, size).1,
             most,
             distances,
         }
     }
 
-    /// The Shannon entropy (natural log) of a class's sensitive values; exactly 0 for one value.
-    pub(super) fn class_entropy(&self, class: &ClassCells<'_>, size: u64) -> f64 {
+    /// The Shannon entropy H (natural log) of a class's sensitive values and its entropy l,
+    /// exp(H). Where they are exact — one value (H = 0, l = 1), equally frequent values (l = their
+    /// number) — they are given exactly, so that `l_entropy>=2` holds for a class of 3 × a, 3 × b
+    /// (rounded, exp(ln 6 − ln 3) is 1.9999999999999998).
+    pub(super) fn class_entropy(&self, class: &ClassCells<'_>, size: u64) -> (f64, f64) {
         let mut sum_clnc = 0.0;
-        let mut distinct = 0;
+        let mut distinct = 0u64;
+        let mut first = 0;
+        let mut uniform = true;
         for c in class.cells() {
             let count = c.count as u64;
             sum_clnc += count as f64 * self.ln_count(count);
+            if distinct == 0 {
+                first = count;
+            }
+            uniform &= count == first;
             distinct += 1;
         }
-        // A class with one sensitive value has entropy exactly 0 (no rounding noise).
-        if distinct == 1 {
+        let entropy = if distinct <= 1 {
             0.0
         } else {
             (self.ln_count(size) - sum_clnc / size as f64).max(0.0)
-        }
+        };
+        let l = if uniform {
+            distinct.max(1) as f64
+        } else {
+            entropy.exp()
+        };
+        (entropy, l)
     }
 }

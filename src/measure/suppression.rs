@@ -45,7 +45,7 @@ impl SuppressionRule {
                     // Lower bounds on k decide what to suppress; an upper bound does not.
                     .filter(|r| r.measure == Index::K && matches!(r.op, Op::Ge | Op::Gt | Op::Eq))
                     .map(|r| match r.op {
-                        Op::Gt => r.value.floor() as u64 + 1,
+                        Op::Gt => (r.value.floor() as u64).saturating_add(1),
                         _ => r.value.ceil().max(1.0) as u64,
                     })
                     .max()
@@ -189,15 +189,14 @@ pub fn is_class_requirement(r: &Requirement) -> bool {
     }
 }
 
-/// What one class of `size` tuples contributes to a class-level index: the node's value is the
-/// minimum (k, the l's) or maximum (the rest) of these over its released classes. `distinct`
-/// values, `entropy` its Shannon entropy, `most` its most frequent value's count, `distances` its
-/// own distances; `None` for an index that is not a class's.
+/// What one class contributes to a class-level index (the node's value is the minimum — k, the
+/// l's — or maximum — the rest — of these over its released classes); `None` for an index that is
+/// not a class's.
 pub fn class_value(index: Index, c: &ClassMeasures) -> Option<f64> {
     Some(match index {
         Index::K => c.size as f64,
         Index::L => c.distinct as f64,
-        Index::LEntropy => c.entropy.exp(),
+        Index::LEntropy => c.l_entropy,
         Index::LProbabilistic => c.size as f64 / c.most as f64,
         Index::RiskProsecutor => 1.0 / c.size as f64,
         Index::TEqual => c.distances.t_equal,
@@ -216,8 +215,9 @@ pub struct ClassMeasures {
     pub size: u64,
     /// Distinct sensitive values.
     pub distinct: u64,
-    /// Shannon entropy (natural log) of its sensitive values.
-    pub entropy: f64,
+    /// Its entropy l: exp of the Shannon entropy of its sensitive values (exactly the number of
+    /// values when they are equally frequent).
+    pub l_entropy: f64,
     /// Count of its most frequent sensitive value.
     pub most: u64,
     /// Its distances from the table's distribution.
@@ -230,7 +230,7 @@ impl ClassMeasures {
         ClassMeasures {
             size,
             distinct,
-            entropy: f64::NAN,
+            l_entropy: f64::NAN,
             most: 0,
             distances: crate::distribution::Distances::UNKNOWN,
         }

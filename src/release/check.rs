@@ -285,10 +285,23 @@ pub async fn verify_release_under(
             }
         }
     }
-    Err(first_error.unwrap_or_else(|| PbgError::Verification {
-        path: release.to_path_buf(),
-        message: "no suppression rule to check the release under".into(),
-    }))
+    let tried: Vec<String> = rules.iter().map(|r| r.describe()).collect();
+    Err(match first_error {
+        Some(PbgError::Verification { path, message }) if rules.len() > 1 => {
+            PbgError::Verification {
+                path,
+                message: format!(
+                    "{message} (under each suppression rule tried: {}; a release made under the requirement rule is recognized only with the requirements it was made with: give them with --require)",
+                    tried.join("; ")
+                ),
+            }
+        }
+        Some(e) => e,
+        None => PbgError::Verification {
+            path: release.to_path_buf(),
+            message: "no suppression rule to check the release under".into(),
+        },
+    })
 }
 
 /// The one verifier. Re-reads a written release — a file or a directory of files (partitioned
@@ -627,7 +640,7 @@ pub async fn check_release_alone(
 fn class_indices<'a>(classes: impl Iterator<Item = &'a HashMap<u32, u64>>) -> (u64, u64, f64, f64) {
     let mut k = u64::MAX;
     let mut l_distinct = u64::MAX;
-    let mut min_entropy = f64::INFINITY;
+    let mut l_entropy = f64::INFINITY;
     let mut l_probabilistic = f64::INFINITY;
     for hist in classes {
         let size: u64 = hist.values().sum();
@@ -641,8 +654,14 @@ fn class_indices<'a>(classes: impl Iterator<Item = &'a HashMap<u32, u64>>) -> (u
             .sum::<f64>();
         k = k.min(size);
         l_distinct = l_distinct.min(hist.len() as u64);
-        min_entropy = min_entropy.min(if hist.len() == 1 { 0.0 } else { entropy });
+        // Equally frequent values: exactly their number (exp(H) would round it).
+        let uniform = hist.values().all(|&c| c == most);
+        l_entropy = l_entropy.min(if uniform {
+            hist.len() as f64
+        } else {
+            entropy.exp()
+        });
         l_probabilistic = l_probabilistic.min(size as f64 / most as f64);
     }
-    (k, l_distinct, min_entropy.exp(), l_probabilistic)
+    (k, l_distinct, l_entropy, l_probabilistic)
 }

@@ -32,7 +32,7 @@ pub struct Job {
 }
 
 /// The suppression rule a job runs: named by `flag` (`requirements` or `dbsec`), else by the
-/// `profile`, else the requirement rule when there are requirements `require`; built from them.
+/// `profile`, else the requirement rule when `require` holds a requirement; built from them.
 pub fn suppression_rule(
     flag: Option<&str>,
     profile: Option<RuleName>,
@@ -46,7 +46,7 @@ pub fn suppression_rule(
         .map(RuleName::parse)
         .transpose()
         .map_err(|m| PbgError::argument("--suppression-rule", m))?;
-    let name = RuleName::choose(flag, profile, require.is_some());
+    let name = RuleName::choose(flag, profile, !requirements.is_empty());
     Ok(SuppressionRule::named(name, &requirements))
 }
 

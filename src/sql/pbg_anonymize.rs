@@ -3,8 +3,9 @@
 //! QI, passes the other columns through, drops identifiers and filters out the suppressed classes.
 //! The class statistics are read (and, with `'pick'`, the node chosen: the feasible node that
 //! minimizes the given index, default `glm`) when the query is planned; the rows stream when it
-//! runs, so `COPY ... TO` writes a release of any size, partitioned or not. Check what was written
-//! with `pbg_verify`.
+//! runs, so `COPY ... TO` writes a release of any size, partitioned or not. A pick suppresses as
+//! `pbg anonymize --pick` does: by the profile's `suppression_rule`, else by the requirement rule
+//! (only the classes that fail a requirement). Check what was written with `pbg_verify`.
 //!
 //! ```sql
 //! COPY (SELECT * FROM pbg_anonymize('adult', 'pick', 'k>=10,l>=3', 'glm'))

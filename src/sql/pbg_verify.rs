@@ -2,7 +2,9 @@
 //! directory (partitioned `COPY` output included) — against the profile's input, with the same
 //! verifier as `pbg anonymize` and `pbg verify`: the node is inferred from the labels, the release
 //! must be exactly that node's release of the input (columns, classes, k, l, GLM, every class's
-//! sensitive values, row accounting), then every requirement must hold. One row on success
+//! sensitive values, row accounting) under one of the suppression rules it may have been made
+//! with (the profile's, the requirement rule of the requirements given, the DBSEC rule), then
+//! every requirement must hold. One row on success
 //! (`release`, `node`, `rows_in`, `rows_released`, `suppressed`, `classes`, `k`, `l`,
 //! `l_entropy`, `glm`, `verified`); an error saying why otherwise.
 //!
