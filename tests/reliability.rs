@@ -1174,12 +1174,9 @@ fn verify_checks_a_release_on_its_own() {
     assert!(err.contains("without its input"), "{err}");
 }
 
-#[test]
-fn the_requirement_rule_suppresses_only_the_classes_that_violate_k() {
-    let dir = tempfile::tempdir().unwrap();
-    let node = "3,1,1,2,1,1,2,0";
-    // Tuples per class size at this node, without suppression (independent of either rule).
-    let v = pbg_json(&[
+/// The property vectors of adult's `node` with nothing suppressed (independent of either rule).
+fn vectors_without_suppression(node: &str) -> serde_json::Value {
+    pbg_json(&[
         "evaluate",
         "datasets/adult/adult.toml",
         "--node",
@@ -1187,7 +1184,15 @@ fn the_requirement_rule_suppresses_only_the_classes_that_violate_k() {
         "--suppression-limit",
         "0",
         "--vectors",
-    ]);
+    ])
+}
+
+#[test]
+fn the_requirement_rule_suppresses_only_the_classes_that_violate_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = "3,1,1,2,1,1,2,0";
+    // Tuples per class size at this node, without suppression (independent of either rule).
+    let v = vectors_without_suppression(node);
     let below = |k: u64| {
         v["p_equiv"]
             .as_array()
@@ -1404,15 +1409,7 @@ fn directory_files_the_listing_would_skip_are_refused() {
 fn the_requirement_rule_also_suppresses_the_classes_that_violate_l() {
     let dir = tempfile::tempdir().unwrap();
     let node = "3,1,1,2,1,1,2,0";
-    let v = pbg_json(&[
-        "evaluate",
-        "datasets/adult/adult.toml",
-        "--node",
-        node,
-        "--suppression-limit",
-        "0",
-        "--vectors",
-    ]);
+    let v = vectors_without_suppression(node);
     let (equiv, sens) = (
         v["p_equiv"].as_array().unwrap(),
         v["p_sens"].as_array().unwrap(),
