@@ -1174,6 +1174,18 @@ fn verify_checks_a_release_on_its_own() {
     assert!(err.contains("without its input"), "{err}");
 }
 
+/// `pbg verify` of a release of adult with requirements `require` (its JSON report).
+fn verify_adult(release: &str, require: &str) -> serde_json::Value {
+    pbg_json(&[
+        "verify",
+        "datasets/adult/adult.toml",
+        "--release",
+        release,
+        "--require",
+        require,
+    ])
+}
+
 /// The property vectors of adult's `node` with nothing suppressed (independent of either rule).
 fn vectors_without_suppression(node: &str) -> serde_json::Value {
     pbg_json(&[
@@ -1243,14 +1255,7 @@ fn the_requirement_rule_suppresses_only_the_classes_that_violate_k() {
         dir.path().join("d.csv").to_str().unwrap(),
     ]);
     assert_eq!(default["suppressed"], req["suppressed"]);
-    let ok = pbg_json(&[
-        "verify",
-        "datasets/adult/adult.toml",
-        "--release",
-        dir.path().join("d.csv").to_str().unwrap(),
-        "--require",
-        "k>=2",
-    ]);
+    let ok = verify_adult(dir.path().join("d.csv").to_str().unwrap(), "k>=2");
     assert_eq!(ok["ok"], true);
 }
 
@@ -1636,14 +1641,7 @@ fn the_requirement_rule_at_its_edges() {
         "k>=5",
     ]);
     assert!(err.contains("give them with --require"), "{err}");
-    let ok = pbg_json(&[
-        "verify",
-        "datasets/adult/adult.toml",
-        "--release",
-        kl.to_str().unwrap(),
-        "--require",
-        "k>=5,l>=3",
-    ]);
+    let ok = verify_adult(kl.to_str().unwrap(), "k>=5,l>=3");
     assert_eq!(ok["ok"], true);
     // `--require ''` is no requirement: the DBSEC rule, as verify assumes.
     let none = dir.path().join("none.csv");
@@ -1658,14 +1656,7 @@ fn the_requirement_rule_at_its_edges() {
         none.to_str().unwrap(),
     ]);
     assert!(r["suppression_rule"].as_str().unwrap().starts_with("dbsec"));
-    let v = pbg_json(&[
-        "verify",
-        "datasets/adult/adult.toml",
-        "--release",
-        none.to_str().unwrap(),
-        "--require",
-        "",
-    ]);
+    let v = verify_adult(none.to_str().unwrap(), "");
     assert_eq!(v["ok"], true);
 }
 
