@@ -1534,6 +1534,23 @@ fn the_requirement_rule_also_suppresses_the_classes_that_violate_l() {
             .unwrap()
             .contains("failing l>=3")
     );
+    // The page alone (`pbg report`) chooses and counts under the same rule.
+    let page = dir.path().join("page.html");
+    let dry = pbg_json(&[
+        "report",
+        "datasets/adult/adult.toml",
+        "--pick",
+        "--require",
+        "k>=5,l>=3",
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (&dry["node"], &dry["suppressed"], &dry["threshold"]),
+        (&picked["node"], &picked["suppressed"], &picked["threshold"])
+    );
+    let html = fs::read_to_string(&page).unwrap();
+    assert!(html.contains("and the classes that fail a requirement"));
     let sql_out = dir.path().join("sql.csv");
     let o = pbg(&[
         "sql",

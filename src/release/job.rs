@@ -151,8 +151,9 @@ impl Job {
         finish(report, &summary.indices, profile, picked)
     }
 
-    /// Chooses the node on `ev` (the statistics of `profile`) as [`Job::run`] does, and reports
-    /// it without writing anything (`output` null, `verified` false).
+    /// Chooses the node on `ev` (the statistics of `profile`) under the profile's suppression rule
+    /// as [`Job::run`] does, and reports it without writing anything (`output` null, `verified`
+    /// false).
     pub fn dry_run(
         &self,
         ev: &Evaluator,
@@ -161,6 +162,8 @@ impl Job {
     ) -> Result<Value> {
         let policy = self.policy(profile)?;
         let picked = Mutex::new(None);
+        // The job's rule, whatever rule `ev` was built with (statistics loaded apart).
+        let ev = &ev.with_rule(profile.suppression_rule.clone());
         let node = self.choose(ev, policy.as_ref(), &picked)?;
         on_node(ev, &node)?;
         let ix = ev.evaluate(&node)?;
