@@ -89,51 +89,7 @@ fn adult_cm_nodes_match_the_naive_evaluator() {
     ] {
         let got = ev.evaluate(&node).unwrap();
         let want = naive::evaluate(&t, &node, 301);
-        assert_eq!(
-            (
-                got.classes,
-                got.k,
-                got.l_distinct,
-                got.suppressed,
-                got.s_k,
-                got.s_l
-            ),
-            (
-                want.classes,
-                want.k,
-                want.l_distinct,
-                want.suppressed,
-                want.s_k,
-                want.s_l
-            ),
-            "node {node:?}"
-        );
-        assert!(
-            (got.glm - want.glm).abs() < 1e-6 * want.glm.max(1.0),
-            "glm at {node:?}"
-        );
-        assert!((got.cm.unwrap() - want.cm).abs() < 1e-12, "cm at {node:?}");
-        assert!((got.l_entropy - want.l_entropy).abs() < 1e-9 * want.l_entropy);
-        for (name, a, b) in [
-            ("t_equal", got.t_equal, want.t_equal),
-            ("t_ordered", got.t_ordered, want.t_ordered),
-            ("beta", got.beta, want.beta),
-            (
-                "delta_disclosure",
-                got.delta_disclosure,
-                want.delta_disclosure,
-            ),
-            ("risk_average", got.risk_average, want.risk_average),
-            ("uniques", got.uniques, want.uniques),
-            ("aecs", got.aecs, want.aecs),
-            ("precision", got.precision, want.precision),
-            ("nu_entropy", got.nu_entropy, want.nu_entropy),
-        ] {
-            assert!(
-                (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
-                "{name} at {node:?}: engine {a}, naive {b}"
-            );
-        }
+        naive::agrees(&ev, &node, &got, &want).unwrap();
     }
 }
 

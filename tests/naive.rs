@@ -422,3 +422,90 @@ pub fn release(
     }
     (header, out)
 }
+
+/// Equal up to rounding (relative 1e-9).
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+/// Whether the engine's indices `direct` and property vectors of `node` equal the naive
+/// evaluator's `want`: integers exactly, floats to rounding (CM when the profile has a class
+/// attribute). The first difference otherwise.
+pub fn agrees(
+    ev: &pbg::Evaluator,
+    node: &[u8],
+    direct: &pbg::NodeIndices,
+    want: &NaiveResult,
+) -> Result<(), String> {
+    let counts = |x: &NaiveResult| {
+        (
+            x.classes,
+            x.k,
+            x.max_class,
+            x.l_distinct,
+            x.suppressed,
+            x.s_k,
+            x.s_l,
+        )
+    };
+    let engine = (
+        direct.classes,
+        direct.k,
+        direct.max_class,
+        direct.l_distinct,
+        direct.suppressed,
+        direct.s_k,
+        direct.s_l,
+    );
+    if engine != counts(want) {
+        return Err(format!(
+            "node {node:?}: engine {engine:?}, naive {:?}",
+            counts(want)
+        ));
+    }
+    let mut floats = vec![
+        ("glm", direct.glm, want.glm),
+        ("l_entropy", direct.l_entropy, want.l_entropy),
+        ("t_equal", direct.t_equal, want.t_equal),
+        ("t_ordered", direct.t_ordered, want.t_ordered),
+        ("beta", direct.beta, want.beta),
+        (
+            "delta_disclosure",
+            direct.delta_disclosure,
+            want.delta_disclosure,
+        ),
+        ("risk_average", direct.risk_average, want.risk_average),
+        ("uniques", direct.uniques, want.uniques),
+        ("aecs", direct.aecs, want.aecs),
+        ("precision", direct.precision, want.precision),
+        ("nu_entropy", direct.nu_entropy, want.nu_entropy),
+    ];
+    if let Some(cm) = direct.cm {
+        floats.push(("cm", cm, want.cm));
+    }
+    match (direct.t_hierarchical, want.t_hierarchical) {
+        (Some(a), Some(b)) => floats.push(("t_hierarchical", a, b)),
+        (None, None) => {}
+        (a, b) => return Err(format!("t_hierarchical at {node:?}: {a:?} vs {b:?}")),
+    }
+    for (name, got, want) in floats {
+        if !close(got, want) {
+            return Err(format!("{name} at {node:?}: engine {got}, naive {want}"));
+        }
+    }
+    let (_, v) = ev.property_vectors(node).map_err(|e| e.to_string())?;
+    let vectors_close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| close(*x, *y));
+    if v.p_equiv != want.p_equiv
+        || v.p_sens != want.p_sens
+        || !vectors_close(&v.p_glm, &want.p_glm)
+        || !vectors_close(&v.p_risk, &want.p_risk)
+    {
+        return Err(format!(
+            "property vectors at {node:?} differ from the naive ones"
+        ));
+    }
+    if v.p_equiv.iter().sum::<u64>() != direct.s_k {
+        return Err(format!("S_k at {node:?} is not the sum of P_equiv"));
+    }
+    Ok(())
+}

@@ -1657,7 +1657,7 @@ fn the_requirement_rule_at_its_edges() {
         "--require",
         "k>=5",
     ]);
-    assert!(err.contains("give them with --require"), "{err}");
+    assert!(err.contains("requirements it was made with"), "{err}");
     let ok = verify_adult(kl.to_str().unwrap(), "k>=5,l>=3");
     assert_eq!(ok["ok"], true);
     // `--require ''` is no requirement: the DBSEC rule, as verify assumes.

@@ -136,10 +136,6 @@ pub(crate) fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
     Evaluator::new(Arc::new(Dataset::from_table(&profile, table).unwrap())).unwrap()
 }
 
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -189,7 +185,7 @@ proptest! {
             let direct = ev.evaluate(&node).unwrap();
             prop_assert_eq!(rolled, &direct, "roll-up vs direct at {:?}", node);
             let want = naive::evaluate(&t, &node, eta);
-            matches_naive(&ev, &node, &direct, &want)?;
+            naive::agrees(&ev, &node, &direct, &want).map_err(TestCaseError::fail)?;
         }
         }
     }
@@ -247,9 +243,8 @@ proptest! {
             if t_max.is_some() {
                 prop_assert_eq!(lx.t_equal, direct.t_equal);
             }
-            matches_naive(&ev, &node, &direct, &want).map_err(|e| {
-                TestCaseError::fail(format!("{text} eta {eta}: {e}"))
-            })?;
+            naive::agrees(&ev, &node, &direct, &want)
+                .map_err(|e| TestCaseError::fail(format!("{text} eta {eta}: {e}")))?;
             let rows = ev.evaluate_rows(&node).unwrap();
             let n = t.rows.len() as u64;
             let naive_gone: Vec<u32> = (0..t.rows.len() as u32)
@@ -295,81 +290,4 @@ proptest! {
             prop_assert_eq!((x.k, x.l_distinct, x.glm), (y.k, y.l_distinct, y.glm));
         }
     }
-}
-
-/// The engine's indices and property vectors of `node` equal the naive evaluator's `want`:
-/// integers exactly, floats to rounding.
-fn matches_naive(
-    ev: &Evaluator,
-    node: &[u8],
-    direct: &pbg::NodeIndices,
-    want: &naive::NaiveResult,
-) -> Result<(), TestCaseError> {
-    prop_assert_eq!(
-        (
-            direct.classes,
-            direct.k,
-            direct.max_class,
-            direct.l_distinct,
-            direct.suppressed,
-            direct.s_k,
-            direct.s_l
-        ),
-        (
-            want.classes,
-            want.k,
-            want.max_class,
-            want.l_distinct,
-            want.suppressed,
-            want.s_k,
-            want.s_l
-        ),
-        "node {:?}",
-        node
-    );
-    for (name, got, want) in [
-        ("glm", direct.glm, want.glm),
-        ("l_entropy", direct.l_entropy, want.l_entropy),
-        ("cm", direct.cm.unwrap(), want.cm),
-        ("t_equal", direct.t_equal, want.t_equal),
-        ("t_ordered", direct.t_ordered, want.t_ordered),
-        ("beta", direct.beta, want.beta),
-        (
-            "delta_disclosure",
-            direct.delta_disclosure,
-            want.delta_disclosure,
-        ),
-        ("risk_average", direct.risk_average, want.risk_average),
-        ("uniques", direct.uniques, want.uniques),
-        ("aecs", direct.aecs, want.aecs),
-        ("precision", direct.precision, want.precision),
-        ("nu_entropy", direct.nu_entropy, want.nu_entropy),
-    ] {
-        prop_assert!(
-            close(got, want),
-            "{} at {:?}: engine {} naive {}",
-            name,
-            node,
-            got,
-            want
-        );
-    }
-    match (direct.t_hierarchical, want.t_hierarchical) {
-        (Some(a), Some(b)) => {
-            prop_assert!(close(a, b), "t_hierarchical at {:?}: {} vs {}", node, a, b)
-        }
-        (a, b) => prop_assert_eq!(a.is_some(), b.is_some()),
-    }
-    let (_, v) = ev.property_vectors(node).unwrap();
-    prop_assert_eq!(&v.p_equiv, &want.p_equiv);
-    prop_assert_eq!(&v.p_sens, &want.p_sens);
-    prop_assert!(v.p_glm.iter().zip(&want.p_glm).all(|(a, b)| close(*a, *b)));
-    prop_assert!(
-        v.p_risk
-            .iter()
-            .zip(&want.p_risk)
-            .all(|(a, b)| close(*a, *b))
-    );
-    prop_assert_eq!(v.p_equiv.iter().sum::<u64>(), direct.s_k);
-    Ok(())
 }

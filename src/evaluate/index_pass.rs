@@ -51,10 +51,11 @@ impl Evaluator {
     ///
     /// One integer pass over the sensitive cells gives each class's size, distinct values and
     /// Σ count², folded into one accumulator for the classes larger than η (never suppressed) and
-    /// one per size below; the threshold j then comes from the per-size tuple counts. Entropy and
-    /// probabilistic l need a second pass only when no released class has a single sensitive
-    /// value (then both are exactly 1), and the GLM of suppressed classes only when j > 0: on
-    /// adult that skips logarithms for 93 % of the cells of the lattice.
+    /// one per size below; the threshold j then comes from the per-size tuple counts, and the
+    /// removed classes from [`Self::suppression_of`]. Entropy and probabilistic l need a second
+    /// pass only when no released class has a single sensitive value (then both are exactly 1),
+    /// and the GLM of suppressed classes only when some are: on adult that skips logarithms for
+    /// 93 % of the cells of the lattice.
     pub fn indices(&self, node: &[u8], tables: &NodeTables) -> NodeIndices {
         BY_SIZE.with_borrow_mut(|by_size| self.indices_with(node, tables, by_size))
     }
@@ -328,10 +329,10 @@ impl Evaluator {
         }
     }
 
-    /// The pass over classes that needs logarithms, keys or cells: for classes larger than `j`,
-    /// the smallest entropy and size / most-frequent-count (when `shape`); for the classes of at
-    /// most `j` tuples, the GLM and non-uniform entropy their suppression loses and Σ count × the
-    /// value's count in the whole table (their part of S_l).
+    /// The pass over classes that needs logarithms, keys or cells: for the released classes, the
+    /// smallest entropy, entropy l and size / most-frequent-count (when `shape`); for the classes
+    /// `removal` removes, the GLM and non-uniform entropy their suppression loses and Σ count ×
+    /// the value's count in the whole table (their part of S_l).
     fn shape_pass(
         &self,
         node: &[u8],

@@ -291,7 +291,7 @@ pub async fn verify_release_under(
             PbgError::Verification {
                 path,
                 message: format!(
-                    "{message} (under each suppression rule tried: {}; a release made under the requirement rule is recognized only with the requirements it was made with: give them with --require)",
+                    "{message} (under each suppression rule tried: {}; a release made under the requirement rule is recognized only with the requirements it was made with: give those)",
                     tried.join("; ")
                 ),
             }
