@@ -7,7 +7,7 @@ use arrow::datatypes::UInt32Type;
 use rayon::prelude::*;
 
 use super::counter::Counter;
-use super::dense::{DenseSizes, DenseTable};
+use super::dense::{DenseSizes, DenseTable, Histogram};
 use super::sparse::{SparseSizes, SparseTable};
 use super::{KeyLayout, NodeKeys, wide};
 use crate::encode::EncodedQi;
@@ -40,12 +40,12 @@ pub struct ClassCells<'a> {
 #[derive(Debug, Clone, Copy)]
 enum ClassCounts<'a> {
     Sparse(&'a [Cell]),
-    Dense(&'a [u32]),
+    Dense(Histogram<'a>),
 }
 
 impl<'a> ClassCells<'a> {
     /// The class's histogram indexed by value code (trailing lanes zero), when the table is dense.
-    pub fn histogram(&self) -> Option<&'a [u32]> {
+    pub fn histogram(&self) -> Option<Histogram<'a>> {
         match self.counts {
             ClassCounts::Dense(h) => Some(h),
             ClassCounts::Sparse(_) => None,
@@ -54,8 +54,8 @@ impl<'a> ClassCells<'a> {
 
     /// The class's cells (values present, with their counts) in ascending value order.
     pub fn cells(&self) -> impl Iterator<Item = Cell> + 'a {
-        let (sparse, dense): (&'a [Cell], &'a [u32]) = match self.counts {
-            ClassCounts::Sparse(c) => (c, &[]),
+        let (sparse, dense): (&'a [Cell], Histogram<'a>) = match self.counts {
+            ClassCounts::Sparse(c) => (c, Histogram::Wide(&[])),
             ClassCounts::Dense(h) => (&[], h),
         };
         sparse
@@ -65,8 +65,8 @@ impl<'a> ClassCells<'a> {
                 dense
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| **c > 0)
-                    .map(|(v, &count)| Cell {
+                    .filter(|(_, c)| *c > 0)
+                    .map(|(v, count)| Cell {
                         value: v as u32,
                         count,
                     }),
@@ -80,7 +80,7 @@ impl<'a> ClassCells<'a> {
                 .binary_search_by_key(&value, |cell| cell.value)
                 .map(|i| c[i].count)
                 .unwrap_or(0),
-            ClassCounts::Dense(h) => h.get(value as usize).copied().unwrap_or(0),
+            ClassCounts::Dense(h) => h.get(value as usize),
         }
     }
 }

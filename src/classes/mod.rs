@@ -18,6 +18,7 @@ mod sparse;
 pub(crate) mod wide;
 
 pub use cells::{Cell, CellTable, ClassCells, ClassSizes, RowKeys, first_rows_of_all};
+pub use dense::Histogram;
 pub(crate) use dense::popcount16;
 pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{Evaluator, NodeTables, Suppression};
-use crate::classes::CellTable;
-use crate::distribution::Distances;
+use crate::classes::{CellTable, Histogram};
+use crate::distribution::{Distances, Parts};
 use crate::indices::NodeIndices;
 use crate::suppression::suppression_threshold_capped;
 
@@ -293,13 +293,15 @@ impl Evaluator {
                 if size <= j {
                     continue;
                 }
-                let skip = set & !emd_dominated == 0
-                    && (!ratios
-                        || (set & !dominated == 0 && size <= small)
-                        || model.ratios_cannot_change(&dist, set, size));
-                if !skip {
+                let parts = Parts {
+                    emd: set & !emd_dominated != 0,
+                    ratios: ratios
+                        && !((set & !dominated == 0 && size <= small)
+                            || model.ratios_cannot_change(&dist, set, size)),
+                };
+                if parts.emd || parts.ratios {
                     let emd = dist.emd;
-                    self.measure(&mut dist, sens, i as usize, size, &mut scratch);
+                    self.measure(&mut dist, sens, i as usize, size, &mut scratch, parts);
                     if dist.emd != emd {
                         emd_dominated = model.emd_dominated(&dist);
                     }
@@ -309,7 +311,8 @@ impl Evaluator {
         dist.finish(model)
     }
 
-    /// Adds class `i` of `sens` (`size` tuples) to `dist`.
+    /// Adds class `i` of `sens` (`size` tuples) to `dist`; of a dense class, only the `parts`
+    /// that it can change.
     #[inline]
     pub(super) fn measure(
         &self,
@@ -318,10 +321,13 @@ impl Evaluator {
         i: usize,
         size: u64,
         scratch: &mut crate::distribution::DistanceScratch,
+        parts: Parts,
     ) {
+        let model = &self.model;
         let class = sens.class(i);
         match class.histogram() {
-            Some(h) => self.model.add_histogram(dist, h, size, scratch),
+            Some(Histogram::Narrow(h)) => model.add_histogram_parts(dist, h, size, scratch, parts),
+            Some(Histogram::Wide(h)) => model.add_histogram_parts(dist, h, size, scratch, parts),
             None => {
                 let cells = class.cells().map(|c| (c.value, c.count as u64));
                 self.model.add_class(dist, cells, size, scratch);
@@ -392,13 +398,8 @@ impl Evaluator {
                     // Suppressed: count the value's frequency in the table instead of the class
                     // (over a dense histogram without a branch: absent values add 0).
                     match class.histogram() {
-                        Some(h) => {
-                            for (&c, &t) in h.iter().zip(totals) {
-                                let count = c as u64;
-                                out.sum_tot += count * t;
-                                out.sum_sq += count * count;
-                            }
-                        }
+                        Some(Histogram::Narrow(h)) => out.add_suppressed(h, totals),
+                        Some(Histogram::Wide(h)) => out.add_suppressed(h, totals),
                         None => {
                             for c in class.cells() {
                                 let count = c.count as u64;
@@ -411,7 +412,7 @@ impl Evaluator {
                 continue;
             }
             let most = match class.histogram() {
-                Some(h) => h.iter().copied().max().unwrap_or(0) as u64,
+                Some(h) => h.max() as u64,
                 None => class.cells().map(|c| c.count as u64).max().unwrap_or(0),
             };
             out.min_prob = out.min_prob.min(size as f64 / most as f64);
@@ -445,7 +446,7 @@ impl Evaluator {
             }
             match sens.single_value(i) {
                 Some(v) => singles.mark(v),
-                None => self.measure(&mut dist, sens, i, size, &mut scratch),
+                None => self.measure(&mut dist, sens, i, size, &mut scratch, Parts::BOTH),
             }
         }
         singles.drain_into(model, &mut dist);
@@ -471,6 +472,17 @@ struct Shape {
 }
 
 impl Shape {
+    /// Adds a suppressed class's histogram `h` to the S_l sums: Σ count × the value's count in
+    /// the whole table (`totals`) and Σ count², without a branch (absent values add 0).
+    #[inline(always)]
+    fn add_suppressed<T: Copy + Into<u64>>(&mut self, h: &[T], totals: &[u64]) {
+        for (&c, &t) in h.iter().zip(totals) {
+            let count: u64 = c.into();
+            self.sum_tot += count * t;
+            self.sum_sq += count * count;
+        }
+    }
+
     const EMPTY: Shape = Shape {
         min_entropy: f64::INFINITY,
         min_l_entropy: f64::INFINITY,

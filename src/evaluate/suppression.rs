@@ -103,7 +103,14 @@ impl Evaluator {
             let mut dist = DistanceMax::wanting(wanted);
             match sens.single_value(i) {
                 Some(v) => self.model.add_single(&mut dist, v),
-                None => self.measure(&mut dist, sens, i, size, scratch),
+                None => self.measure(
+                    &mut dist,
+                    sens,
+                    i,
+                    size,
+                    scratch,
+                    crate::distribution::Parts::BOTH,
+                ),
             }
             dist.finish(&self.model)
         };

@@ -99,6 +99,13 @@ pub struct SensitiveModel {
     /// The largest class size whose sums over the M values fit 64-bit integers (the histogram
     /// path; larger classes take the cell path, which sums in 128 bits).
     exact_below: u64,
+    /// `counts` and `cum_counts` as f64 in [`FLOAT_LANES`] lanes (zero past M), for the
+    /// histogram path's vectorized sums when M ≤ [`FLOAT_LANES`].
+    counts_f: [f64; FLOAT_LANES],
+    cum_counts_f: [f64; FLOAT_LANES],
+    /// The largest class size whose histogram sums are exact in f64 (every term and sum an
+    /// integer below 2^53).
+    float_below: u64,
     /// Position of each value code in the order of `t_ordered`.
     rank: Vec<u32>,
     /// The value codes in that order, when it is not the codes' own.
@@ -227,11 +234,53 @@ impl Ratios {
         }
     }
 
+    /// [`Self::add`] for any `c`, 0 included (a value the class lacks changes nothing), with
+    /// no branch to mispredict.
+    #[inline]
+    fn add_any(&mut self, c: u64, count: u64) {
+        let high = c * self.high.1 > self.high.0 * count;
+        let low = (c > 0) & (c * self.low.1 < self.low.0 * count);
+        self.high = if high { (c, count) } else { self.high };
+        self.low = if low { (c, count) } else { self.low };
+    }
+
     /// The two ratios of a class of `n` tuples in an input of `total`.
     fn values(&self, n: u64, total: u64) -> (f64, f64) {
         let q = |(c, count): (u64, u64)| (c as f64 * total as f64) / (n as f64 * count as f64);
         (q(self.high), q(self.low))
     }
+}
+
+/// Which distances of a class [`SensitiveModel::add_histogram_parts`] must compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The EMDs.
+    pub emd: bool,
+    /// The ratios of β and δ.
+    pub ratios: bool,
+}
+
+impl Parts {
+    /// Every distance.
+    pub const BOTH: Parts = Parts {
+        emd: true,
+        ratios: true,
+    };
+}
+
+/// Lanes of the histogram path's f64 sums: the widest dense histogram.
+const FLOAT_LANES: usize = 16;
+
+/// Σ_i |a(i) big_n − n b(i)| over [`FLOAT_LANES`] lanes, in four independent sums.
+#[inline(always)]
+fn abs_sum(a: &[f64; FLOAT_LANES], b: &[f64; FLOAT_LANES], big_n: f64, n: f64) -> f64 {
+    let mut acc = [0.0f64; 4];
+    for (a, b) in a.as_chunks::<4>().0.iter().zip(b.as_chunks::<4>().0) {
+        for k in 0..4 {
+            acc[k] += (a[k] * big_n - n * b[k]).abs();
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
 /// The values of a node's classes that hold a single value, gathered as a bit set so that each
@@ -343,6 +392,18 @@ impl SensitiveModel {
         let exact_below = (u64::MAX as u128
             / (2 * labels.len().max(1) as u128 * total.max(1) as u128))
             .min(u64::MAX as u128) as u64;
+        // Each of at most FLOAT_LANES terms |c N − n count| is at most n N.
+        let float_below = ((1u64 << 53) / (FLOAT_LANES as u64 * total.max(1))).max(1);
+        let mut counts_f = [0.0; FLOAT_LANES];
+        let mut cum_counts_f = [0.0; FLOAT_LANES];
+        if labels.len() <= FLOAT_LANES {
+            for (f, &c) in counts_f.iter_mut().zip(counts) {
+                *f = c as f64;
+            }
+            for (f, &c) in cum_counts_f.iter_mut().zip(&cum_counts) {
+                *f = c as f64;
+            }
+        }
         let mut cum_counts_prefix = Vec::with_capacity(cum_counts.len() + 1);
         cum_counts_prefix.push(0u128);
         for &c in &cum_counts {
@@ -356,6 +417,9 @@ impl SensitiveModel {
             cum_counts,
             cum_counts_prefix,
             exact_below,
+            counts_f,
+            cum_counts_f,
+            float_below,
             rank,
             order: (!identity).then_some(order),
             tree,
@@ -543,12 +607,27 @@ impl SensitiveModel {
     /// M entries, the extra ones zero): branch-free passes over the M values, the ordered EMD from
     /// an integer prefix sum.
     #[inline]
-    pub fn add_histogram(
+    pub fn add_histogram<T: Copy + Into<u32>>(
         &self,
         acc: &mut DistanceMax,
-        h: &[u32],
+        h: &[T],
         size: u64,
         s: &mut DistanceScratch,
+    ) {
+        self.add_histogram_parts(acc, h, size, s, Parts::BOTH);
+    }
+
+    /// [`Self::add_histogram`] for a class that can change only some of `acc`'s distances (as
+    /// [`Self::emd_dominated`] and [`Self::ratios_cannot_change`] tell): the other part is not
+    /// computed where that saves work, and is left as it is.
+    #[inline]
+    pub fn add_histogram_parts<T: Copy + Into<u32>>(
+        &self,
+        acc: &mut DistanceMax,
+        h: &[T],
+        size: u64,
+        s: &mut DistanceScratch,
+        parts: Parts,
     ) {
         let m = self.p.len();
         let h = &h[..m];
@@ -556,9 +635,10 @@ impl SensitiveModel {
         if self.tree.is_some() || size >= self.exact_below {
             let cells = h
                 .iter()
+                .map(|&c| c.into())
                 .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(v, &c)| (v as u32, c as u64));
+                .filter(|(_, c)| *c > 0)
+                .map(|(v, c)| (v as u32, c as u64));
             return self.add_class(acc, cells, size, s);
         }
         // In integers scaled by n N: |p_E(v) − p(v)| n N = |c N − n N p(v)|, exact and vectorized.
@@ -566,28 +646,81 @@ impl SensitiveModel {
             return;
         }
         let (n, big_n) = (size, self.total);
+        let (high, low) = acc.ratios_wanted();
+        if m <= FLOAT_LANES && size < self.float_below {
+            let (abs, ordered) = if parts.emd {
+                self.float_sums(h, n, acc.emd_wanted(1))
+            } else {
+                (0, 0) // below every EMD so far: changes nothing
+            };
+            let mut ratios = Ratios::new();
+            if (high || low) && parts.ratios {
+                for (&c, &count) in h.iter().zip(&self.counts) {
+                    ratios.add_any(u64::from(c.into()), count);
+                }
+            }
+            return self.fold(acc, abs as u128, ordered as u128, n, ratios);
+        }
         let mut abs = 0u64;
         let mut ratios = Ratios::new();
-        let (high, low) = acc.ratios_wanted();
         if high || low {
             for (&c, &count) in h.iter().zip(&self.counts) {
-                abs += (c as u64 * big_n).abs_diff(n * count);
+                let c = u64::from(c.into());
+                abs += (c * big_n).abs_diff(n * count);
                 if c > 0 {
-                    ratios.add(c as u64, count);
+                    ratios.add(c, count);
                 }
             }
         } else {
             // Without β and δ, a pass with no branch.
             for (&c, &count) in h.iter().zip(&self.counts) {
-                abs += (c as u64 * big_n).abs_diff(n * count);
+                abs += (u64::from(c.into()) * big_n).abs_diff(n * count);
             }
         }
         let ordered = match &self.order {
             _ if !acc.emd_wanted(1) => 0,
-            None => self.ordered_counts(h.iter().copied(), n),
-            Some(order) => self.ordered_counts(order.iter().map(|&v| h[v as usize]), n),
+            None => self.ordered_counts(h.iter().map(|&c| c.into()), n),
+            Some(order) => self.ordered_counts(order.iter().map(|&v| h[v as usize].into()), n),
         };
         self.fold(acc, abs as u128, ordered as u128, n, ratios);
+    }
+
+    /// Σ_v |c(v) N − n count(v)| and (when `ordered`) Σ_i |C(i) N − n CUM(i)| of a class of `n`
+    /// tuples with histogram `h` (M ≤ [`FLOAT_LANES`] values, n < `float_below`), in f64 lanes
+    /// that vectorize: every term and partial sum is an integer below 2^53, so the sums are the
+    /// exact integers whatever the order of addition.
+    #[inline]
+    fn float_sums<T: Copy + Into<u32>>(&self, h: &[T], n: u64, ordered: bool) -> (u64, u64) {
+        let (big_n, n) = (self.total as f64, n as f64);
+        let mut c = [0.0; FLOAT_LANES];
+        for (f, &x) in c.iter_mut().zip(h) {
+            *f = f64::from(x.into());
+        }
+        let abs = abs_sum(&c, &self.counts_f, big_n, n);
+        if !ordered {
+            return (abs as u64, 0);
+        }
+        // Cumulative counts by rank; lanes past M stay 0 against 0.
+        let mut cum = [0.0; FLOAT_LANES];
+        let mut run = 0u32;
+        match &self.order {
+            None => {
+                for (f, &x) in cum.iter_mut().zip(h) {
+                    run += x.into();
+                    *f = f64::from(run);
+                }
+            }
+            Some(order) => {
+                for (f, &v) in cum.iter_mut().zip(order) {
+                    run += h[v as usize].into();
+                    *f = f64::from(run);
+                }
+            }
+        }
+        (
+            abs as u64,
+            abs_sum(&cum, &self.cum_counts_f, big_n, n) as u64,
+        )
     }
 
     /// Σ_i |C(i) N − n CUM(i)| for a class's counts given in rank order.
@@ -986,8 +1119,27 @@ mod pruning {
             let mut by_cells = acc;
             model.add_cells(&mut by_cells, cells, size, &mut scratch);
             let (a, b) = (after.finish(&model), by_cells.finish(&model));
+            // Both sum exact integers (the histogram path in f64 lanes, the cell path in u128):
+            // the same bits.
             for (x, y) in [(a.t_equal, b.t_equal), (a.t_ordered, b.t_ordered), (a.beta, b.beta), (a.delta, b.delta)] {
-                prop_assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{:?} vs {:?}", a, b);
+                prop_assert_eq!(x.to_bits(), y.to_bits(), "{:?} vs {:?}", a, b);
+            }
+            // One part computed leaves the other as it was.
+            for (parts, emd_moves, ratios_move) in [
+                (Parts { emd: true, ratios: false }, true, false),
+                (Parts { emd: false, ratios: true }, false, true),
+            ] {
+                let mut part = acc;
+                model.add_histogram_parts(&mut part, &extra, size, &mut scratch, parts);
+                let (p, whole) = (part.finish(&model), after.finish(&model));
+                let emd = if emd_moves { &whole } else { &before };
+                let ratio = if ratios_move { &whole } else { &before };
+                prop_assert_eq!(p.t_equal.to_bits(), emd.t_equal.to_bits());
+                prop_assert_eq!(p.t_ordered.to_bits(), emd.t_ordered.to_bits());
+                if acc.classes > 0 {
+                    prop_assert_eq!(p.beta.to_bits(), ratio.beta.to_bits());
+                    prop_assert_eq!(p.delta.to_bits(), ratio.delta.to_bits());
+                }
             }
         }
     }
