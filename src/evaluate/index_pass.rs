@@ -80,7 +80,7 @@ impl Evaluator {
         let j = suppression_threshold_capped(
             sizes.iter().map(|(s, a)| (*s, s * a.classes)),
             eta,
-            pass.max_size,
+            pass.big.max_size.max(pass.max_small),
             self.rule.cap(),
         );
         let removal = self.suppression_of(sens, j);
@@ -89,8 +89,8 @@ impl Evaluator {
         let mut released = pass.big;
         let mut singles = pass.big_singles;
         let mut suppressed = 0;
-        let mut s_k = pass.sum_size_sq;
-        let mut ones = pass.ones;
+        let mut s_k = pass.big_size_sq;
+        let mut ones = pass.big_ones;
         if removal.by_requirements() {
             released = Released::EMPTY;
             (s_k, ones) = (0, 0);
@@ -107,9 +107,9 @@ impl Evaluator {
             for &(size, acc) in &sizes {
                 if size <= j {
                     suppressed += size * acc.classes;
-                    s_k -= size * size * acc.classes;
-                    ones -= if size == 1 { acc.classes } else { 0 };
                 } else {
+                    s_k += size * size * acc.classes;
+                    ones += if size == 1 { acc.classes } else { 0 };
                     released.classes += acc.classes;
                     released.min_size = released.min_size.min(size);
                     released.max_size = released.max_size.max(size);
@@ -502,18 +502,18 @@ thread_local! {
 /// Sizes up to which per-size accumulators are a dense array (larger small classes are rare).
 const DENSE_SIZES: u64 = 4096;
 
-/// What the integer pass over a node's cells yields besides the per-size accumulators.
+/// What the integer pass over a node's cells yields besides the per-size accumulators (which
+/// hold the small classes' share of everything: the loop over classes keeps as few running
+/// values as it can, so that they stay in registers).
 struct SizePass {
     /// The classes larger than η, never suppressed.
     big: Released,
-    /// The largest class.
-    max_size: u64,
     /// Σ count² over every cell.
     sum_sq: u64,
-    /// Σ size² over every class.
-    sum_size_sq: u64,
-    /// Classes of one tuple.
-    ones: u64,
+    /// Σ size² over the classes of `big`.
+    big_size_sq: u64,
+    /// Classes of one tuple among `big` (only when η is 0).
+    big_ones: u64,
     /// The values of the single-value classes among `big` ([`Evaluator::fused_pass`] only).
     big_singles: u32,
     /// The largest class of at most η tuples.
@@ -525,12 +525,11 @@ impl SizePass {
     /// size's accumulator in `scratch`; `single` is its value set if it holds one value.
     #[inline(always)]
     fn add(&mut self, scratch: &mut BySize, eta: u64, size: u64, distinct: u64, single: u32) {
-        self.max_size = self.max_size.max(size);
-        self.ones += u64::from(size == 1);
-        self.sum_size_sq += size * size;
         if size > eta {
             self.big.add(size, distinct);
             self.big_singles |= single;
+            self.big_size_sq += size * size;
+            self.big_ones += u64::from(size == 1);
         } else {
             self.max_small = self.max_small.max(size);
             scratch.add(size, distinct, single);
@@ -541,10 +540,9 @@ impl SizePass {
     fn new(sens: &CellTable, sum_sq: bool) -> Self {
         SizePass {
             big: Released::EMPTY,
-            max_size: 0,
             sum_sq: if sum_sq { sens.sum_sq() } else { 0 },
-            sum_size_sq: 0,
-            ones: 0,
+            big_size_sq: 0,
+            big_ones: 0,
             big_singles: 0,
             max_small: 0,
         }

@@ -575,11 +575,13 @@ impl SensitiveModel {
             x &= x - 1;
         }
         let n = size as f64;
-        // A relative slack covers the rounding of these bounds against the exact ratios.
-        let high = max_inv * (n - values.count_ones() as f64 + 1.0) / n * (1.0 + 1e-9);
-        let low = min_inv / n * (1.0 - 1e-9);
-        (!want_high || high <= acc.max_ratio)
-            && (!want_low || low >= acc.min_ratio || low * acc.max_ratio >= 1.0)
+        // The bounds high = max_inv (n − |S| + 1) / n and low = min_inv / n, compared with both
+        // sides multiplied by n (no division); a relative slack covers the rounding of these
+        // bounds against the exact ratios.
+        let high_n = max_inv * (n - values.count_ones() as f64 + 1.0) * (1.0 + 1e-9);
+        let low_n = min_inv * (1.0 - 1e-9);
+        (!want_high || high_n <= acc.max_ratio * n)
+            && (!want_low || low_n >= acc.min_ratio * n || low_n * acc.max_ratio >= n)
     }
 
     /// Whether any ratio (β, δ) is wanted by `acc`.
