@@ -423,6 +423,38 @@ pub fn release(
     (header, out)
 }
 
+/// The integer indices the engine must give exactly as the naive evaluator: classes, k,
+/// max_class, distinct l, suppressed, S_k, S_l.
+pub type Counts = (u64, u64, u64, u64, u64, u64, u64);
+
+impl NaiveResult {
+    /// This result's [`Counts`].
+    pub fn counts(&self) -> Counts {
+        (
+            self.classes,
+            self.k,
+            self.max_class,
+            self.l_distinct,
+            self.suppressed,
+            self.s_k,
+            self.s_l,
+        )
+    }
+}
+
+/// The engine's [`Counts`] of a node.
+pub fn engine_counts(x: &pbg::NodeIndices) -> Counts {
+    (
+        x.classes,
+        x.k,
+        x.max_class,
+        x.l_distinct,
+        x.suppressed,
+        x.s_k,
+        x.s_l,
+    )
+}
+
 /// Equal up to rounding (relative 1e-9).
 pub fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
@@ -437,31 +469,9 @@ pub fn agrees(
     direct: &pbg::NodeIndices,
     want: &NaiveResult,
 ) -> Result<(), String> {
-    let counts = |x: &NaiveResult| {
-        (
-            x.classes,
-            x.k,
-            x.max_class,
-            x.l_distinct,
-            x.suppressed,
-            x.s_k,
-            x.s_l,
-        )
-    };
-    let engine = (
-        direct.classes,
-        direct.k,
-        direct.max_class,
-        direct.l_distinct,
-        direct.suppressed,
-        direct.s_k,
-        direct.s_l,
-    );
-    if engine != counts(want) {
-        return Err(format!(
-            "node {node:?}: engine {engine:?}, naive {:?}",
-            counts(want)
-        ));
+    let (engine, naive) = (engine_counts(direct), want.counts());
+    if engine != naive {
+        return Err(format!("node {node:?}: engine {engine:?}, naive {naive:?}"));
     }
     let mut floats = vec![
         ("glm", direct.glm, want.glm),
