@@ -1,13 +1,11 @@
 //! Cell tables: the equivalence classes of one node with the counts of one attribute's values in
 //! each, built from rows (direct evaluation) or from a finer node's table (roll-up).
 
-use arrow::array::{AsArray, UInt32Array};
-use arrow::compute::take;
-use arrow::datatypes::UInt32Type;
+use arrow::array::UInt32Array;
 use rayon::prelude::*;
 
-use super::counter::Counter;
 use super::dense::{DenseSizes, DenseTable, Histogram};
+use super::group;
 use super::sparse::{SparseSizes, SparseTable};
 use super::{KeyLayout, NodeKeys, wide};
 use crate::encode::EncodedQi;
@@ -132,27 +130,27 @@ pub fn first_rows_of_all(qis: &[EncodedQi], node: &[u8], rows: usize) -> Vec<u32
     wide::first_rows(qis, node, &all)
 }
 
-/// Per-node gather tables: the group code of every leaf code for each QI at its level, as Arrow
-/// arrays for the `take` kernel (`None` where the level is the identity or the single top group).
-pub(crate) struct NodeGather {
-    groups: Vec<Option<UInt32Array>>,
+/// Per-node gather tables: the group code of every leaf code for each QI at its level, borrowed
+/// from the hierarchies (`None` where the level is the identity or the single top group).
+pub(crate) struct NodeGather<'a> {
+    groups: Vec<Option<&'a [u32]>>,
     top: Vec<bool>,
 }
 
-impl NodeGather {
-    pub(crate) fn new(qis: &[EncodedQi], node: &[u8]) -> Self {
+impl<'a> NodeGather<'a> {
+    pub(crate) fn new(qis: &'a [EncodedQi], node: &[u8]) -> Self {
         let mut groups = Vec::with_capacity(qis.len());
         let mut top = Vec::with_capacity(qis.len());
         for (q, &l) in qis.iter().zip(node) {
             let level = q.hierarchy.level(l);
             top.push(level.labels.len() == 1);
-            groups.push((l > 0).then(|| UInt32Array::from(level.group_of_leaf.clone())));
+            groups.push((l > 0).then_some(level.group_of_leaf.as_slice()));
         }
         NodeGather { groups, top }
     }
 
-    /// Writes the class key of rows `start..start + out.len()` into `out`: one vectorized gather per
-    /// QI, then a shift-or into the key.
+    /// Writes the class key of rows `start..start + out.len()` into `out`: per QI, one pass that
+    /// gathers each row's group code and shift-ors it into the key (no intermediate array).
     pub(crate) fn fill(
         &self,
         qis: &[EncodedQi],
@@ -166,17 +164,18 @@ impl NodeGather {
                 continue; // one group: code 0 everywhere
             }
             let shift = layout.shift(d);
-            let leaf = q.codes.slice(start, out.len());
-            match &self.groups[d] {
+            let leaf = &q.codes.values()[start..start + out.len()];
+            match self.groups[d] {
                 None => {
-                    for (k, &c) in out.iter_mut().zip(leaf.values()) {
+                    for (k, &c) in out.iter_mut().zip(leaf) {
                         *k |= (c as u64) << shift;
                     }
                 }
                 Some(groups) => {
-                    let g = take(groups, &leaf, None)?;
-                    for (k, &c) in out.iter_mut().zip(g.as_primitive::<UInt32Type>().values()) {
-                        *k |= (c as u64) << shift;
+                    for (k, &c) in out.iter_mut().zip(leaf) {
+                        // Leaf codes index their hierarchy's leaves by construction.
+                        let g = groups[c as usize];
+                        *k |= (g as u64) << shift;
                     }
                 }
             }
@@ -237,57 +236,28 @@ impl CellTable {
                 &pairs, value_bits,
             ))));
         }
-        let starts: Vec<usize> = (0..n).step_by(CHUNK_ROWS).collect();
-        let counter = starts
-            .par_iter()
-            .try_fold(
-                || Counter::with_capacity(1024),
-                |mut counter, &start| -> Result<Counter> {
-                    let len = CHUNK_ROWS.min(n - start);
-                    let mut keys = vec![0u64; len];
-                    match class_keys {
-                        RowKeys::Packed(layout) => gather.fill(qis, layout, start, &mut keys)?,
-                        RowKeys::FirstRow(_) => {
-                            for (k, &f) in keys.iter_mut().zip(&firsts[start..start + len]) {
-                                *k = f as u64;
-                            }
-                        }
+        let vals = values.values();
+        let pairs = group::count_keys(n, weights, |start, keys: &mut [u64]| {
+            match class_keys {
+                RowKeys::Packed(layout) => gather.fill(qis, layout, start, keys)?,
+                RowKeys::FirstRow(_) => {
+                    for (k, &f) in keys.iter_mut().zip(&firsts[start..]) {
+                        *k = f as u64;
                     }
-                    let vals = &values.values()[start..start + len];
-                    match weights {
-                        None if mask => {
-                            for (k, &v) in keys.iter().zip(vals) {
-                                counter.add((k << value_bits) | (1u64 << v), 1);
-                            }
-                        }
-                        Some(w) if mask => {
-                            for ((k, &v), &w) in keys.iter().zip(vals).zip(&w[start..start + len]) {
-                                counter.add((k << value_bits) | (1u64 << v), w);
-                            }
-                        }
-                        None => {
-                            for (k, &v) in keys.iter().zip(vals) {
-                                counter.add((k << value_bits) | v as u64, 1);
-                            }
-                        }
-                        Some(w) => {
-                            for ((k, &v), &w) in keys.iter().zip(vals).zip(&w[start..start + len]) {
-                                counter.add((k << value_bits) | v as u64, w);
-                            }
-                        }
-                    }
-                    Ok(counter)
-                },
-            )
-            .try_reduce(
-                || Counter::with_capacity(8),
-                |a, b| {
-                    let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-                    big.merge(&small);
-                    Ok(big)
-                },
-            )?;
-        let pairs = counter.into_sorted_pairs();
+                }
+            }
+            let vals = &vals[start..start + keys.len()];
+            if mask {
+                for (k, &v) in keys.iter_mut().zip(vals) {
+                    *k = (*k << value_bits) | (1u64 << v);
+                }
+            } else {
+                for (k, &v) in keys.iter_mut().zip(vals) {
+                    *k = (*k << value_bits) | v as u64;
+                }
+            }
+            Ok(())
+        })?;
         Ok(CellTable(match DenseTable::lanes_for(value_bits) {
             Some(_) if !mask => Repr::Dense(DenseTable::from_sorted_pairs(&pairs, value_bits)),
             _ => Repr::Sparse(SparseTable::from_sorted_pairs(&pairs, value_bits, mask)),

@@ -89,15 +89,6 @@ impl Counter {
         }
     }
 
-    /// Adds every count of `other`.
-    pub(crate) fn merge(&mut self, other: &Counter) {
-        for (&k, &c) in other.keys.iter().zip(&other.counts) {
-            if k != EMPTY {
-                self.add(k, c);
-            }
-        }
-    }
-
     /// The (key, count) pairs, in no particular order (counts at full width).
     pub(crate) fn into_pairs(self) -> Vec<(u64, u64)> {
         self.keys

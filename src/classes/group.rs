@@ -1,0 +1,190 @@
+//! Group-by of cell keys in cache-sized pieces: the keys are split into key *ranges* chosen from a
+//! sample, each range is counted in its own small hash table (which stays in cache, where one
+//! table for a million classes would miss on almost every row), and the ranges' sorted counts,
+//! concatenated in range order, are sorted as a whole. Rows are taken in blocks, so the extra
+//! memory is bounded by the block, not the dataset.
+
+use rayon::prelude::*;
+
+use super::counter::Counter;
+use crate::error::Result;
+
+/// Rows per chunk a key-filling closure is called on.
+const CHUNK: usize = 1 << 16;
+/// Rows per block partitioned at once (bounds the buffered `(key, weight)` pairs).
+const BLOCK: usize = 1 << 22;
+/// Rows a range aims to hold: its table then fits a core's L2 cache.
+const RANGE_ROWS: usize = 1 << 13;
+/// Most ranges.
+const MAX_RANGES: usize = 1 << 10;
+/// Below this many rows one table is cheaper than partitioning.
+pub(crate) const PARTITION_MIN_ROWS: usize = 1 << 17;
+/// Sampled runs of consecutive rows, and their length.
+const SAMPLE_RUNS: usize = 256;
+const SAMPLE_RUN: usize = 64;
+
+/// Counts the cell keys of rows `0..n` (weight `weights[r]`, or 1), which `fill(start, out)` writes
+/// for rows `start..start + out.len()`: the (key, Σ weight) pairs in ascending key order.
+pub(crate) fn count_keys<F>(n: usize, weights: Option<&[u64]>, fill: F) -> Result<Vec<(u64, u64)>>
+where
+    F: Fn(usize, &mut [u64]) -> Result<()> + Sync,
+{
+    if n < PARTITION_MIN_ROWS {
+        let mut keys = vec![0u64; n];
+        fill(0, &mut keys)?;
+        let mut counter = Counter::with_capacity(1024);
+        for (r, &k) in keys.iter().enumerate() {
+            counter.add(k, weights.map_or(1, |w| w[r]));
+        }
+        return Ok(counter.into_sorted_pairs());
+    }
+    let ranges = Ranges::sample(n, &fill)?;
+    let count = ranges.count();
+    let mut counters: Vec<Option<Counter>> = (0..count).map(|_| None).collect();
+    for block in (0..n).step_by(BLOCK) {
+        let end = (block + BLOCK).min(n);
+        // Each chunk's pairs, split by range (range order within each chunk).
+        let parts: Vec<Vec<Vec<(u64, u64)>>> = (block..end)
+            .step_by(CHUNK)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|start| -> Result<_> {
+                let len = CHUNK.min(end - start);
+                let mut keys = vec![0u64; len];
+                fill(start, &mut keys)?;
+                let mut range = vec![0u32; len];
+                let mut sizes = vec![0usize; count];
+                for (r, &k) in range.iter_mut().zip(&keys) {
+                    *r = ranges.of(k);
+                    sizes[*r as usize] += 1;
+                }
+                let mut out: Vec<Vec<(u64, u64)>> =
+                    sizes.iter().map(|&s| Vec::with_capacity(s)).collect();
+                for (i, (&k, &r)) in keys.iter().zip(&range).enumerate() {
+                    let w = weights.map_or(1, |w| w[start + i]);
+                    out[r as usize].push((k, w));
+                }
+                Ok(out)
+            })
+            .collect::<Result<_>>()?;
+        counters
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(p, counter)| {
+                let rows: usize = parts.iter().map(|c| c[p].len()).sum();
+                if rows == 0 {
+                    return;
+                }
+                // Sized for few classes: a range's table grows (in cache) only when it has many.
+                let counter =
+                    counter.get_or_insert_with(|| Counter::with_capacity(rows.min(1 << 10)));
+                for chunk in &parts {
+                    for &(k, w) in &chunk[p] {
+                        counter.add(k, w);
+                    }
+                }
+            });
+    }
+    let sorted: Vec<Vec<(u64, u64)>> = counters
+        .into_par_iter()
+        .map(|c| c.map_or_else(Vec::new, Counter::into_sorted_pairs))
+        .collect();
+    Ok(sorted.concat())
+}
+
+/// Bits of the key prefix that picks a range.
+const PREFIX_BITS: u32 = 12;
+
+/// Key ranges: unions of consecutive key prefixes (the top [`PREFIX_BITS`] bits below the
+/// sampled maximum), so that a key's range is one table lookup and ranges ascend with keys.
+struct Ranges {
+    shift: u32,
+    /// Range of every prefix.
+    of_prefix: Vec<u32>,
+}
+
+impl Ranges {
+    /// Ranges of about [`RANGE_ROWS`] rows each, judged from runs of consecutive rows spread
+    /// over the input (a prefix holding many rows makes a range larger; never wrong).
+    fn sample<F>(n: usize, fill: &F) -> Result<Self>
+    where
+        F: Fn(usize, &mut [u64]) -> Result<()> + Sync,
+    {
+        let step = n / SAMPLE_RUNS;
+        let mut sample = vec![0u64; SAMPLE_RUNS * SAMPLE_RUN];
+        for (i, run) in sample.chunks_mut(SAMPLE_RUN).enumerate() {
+            fill((i * step).min(n - SAMPLE_RUN), run)?;
+        }
+        let max = sample.iter().copied().max().unwrap_or(0);
+        let shift = (u64::BITS - max.leading_zeros()).saturating_sub(PREFIX_BITS);
+        let prefixes = 1usize << PREFIX_BITS;
+        let mut hist = vec![0usize; prefixes];
+        for &k in &sample {
+            hist[((k >> shift) as usize).min(prefixes - 1)] += 1;
+        }
+        let ranges = (n / RANGE_ROWS).clamp(2, MAX_RANGES);
+        let per_range = sample.len().div_ceil(ranges);
+        let mut of_prefix = Vec::with_capacity(prefixes);
+        let (mut range, mut filled) = (0u32, 0usize);
+        for &h in &hist {
+            if filled >= per_range {
+                range += 1;
+                filled = 0;
+            }
+            of_prefix.push(range);
+            filled += h;
+        }
+        Ok(Ranges { shift, of_prefix })
+    }
+
+    /// Number of ranges.
+    fn count(&self) -> usize {
+        self.of_prefix.last().map_or(1, |&r| r as usize + 1)
+    }
+
+    /// The range of key `k` (keys above the sampled maximum fall in the last range).
+    #[inline]
+    fn of(&self, k: u64) -> u32 {
+        let p = ((k >> self.shift) as usize).min(self.of_prefix.len() - 1);
+        self.of_prefix[p]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ranged count equals one hash table's, on skewed and uniform keys, with and without
+    /// weights, across block and range boundaries.
+    #[test]
+    fn ranged_count_matches_one_table() {
+        use rand::rngs::ChaCha8Rng;
+        use rand::{RngExt, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for (n, domain) in [(300_000usize, 1_000u64), (200_000, 1 << 40), (150_000, 3)] {
+            let keys: Vec<u64> = (0..n)
+                .map(|_| {
+                    // Half the rows on one key: a range can be much larger than the target.
+                    if rng.random_bool(0.5) {
+                        7.min(domain - 1)
+                    } else {
+                        rng.random_range(0..domain)
+                    }
+                })
+                .collect();
+            let weights: Vec<u64> = (0..n).map(|_| rng.random_range(1..5)).collect();
+            for w in [None, Some(weights.as_slice())] {
+                let got = count_keys(n, w, |start, out: &mut [u64]| {
+                    out.copy_from_slice(&keys[start..start + out.len()]);
+                    Ok(())
+                })
+                .unwrap();
+                let mut want = std::collections::BTreeMap::new();
+                for (r, &k) in keys.iter().enumerate() {
+                    *want.entry(k).or_insert(0u64) += w.map_or(1, |w| w[r]);
+                }
+                assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+            }
+        }
+    }
+}
