@@ -16,6 +16,8 @@ const PARTS: usize = 64;
 struct Field<'a> {
     codes: &'a [u32],
     groups: Option<&'a [u32]>,
+    /// Bits the field's codes take.
+    bits: u32,
 }
 
 impl Field<'_> {
@@ -38,6 +40,7 @@ fn fields<'a>(qis: &'a [EncodedQi], node: &[u8]) -> Vec<Field<'a>> {
             (level.labels.len() > 1).then(|| Field {
                 codes: q.codes.values(),
                 groups: (l > 0).then_some(level.group_of_leaf.as_slice()),
+                bits: super::key::bits_for(level.labels.len()),
             })
         })
         .collect()
@@ -61,13 +64,41 @@ fn hashes(fields: &[Field<'_>], items: &[u32]) -> Vec<u64> {
                 }
             }
             for h in h.iter_mut() {
-                // Final mix so that the top bits (partition) and low bits (slot) both vary.
-                *h ^= *h >> 29;
-                *h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                *h ^= *h >> 32;
+                *h = mix(*h);
             }
         });
     out
+}
+
+/// Every item's generalized codes packed into one 128-bit key (fields that fit 128 bits), and
+/// its hash: equal keys are equal classes, so no code needs confirming.
+fn packed_keys(fields: &[Field<'_>], items: &[u32]) -> (Vec<u128>, Vec<u64>) {
+    let mut keys = vec![0u128; items.len()];
+    let mut hashes = vec![0u64; items.len()];
+    keys.par_chunks_mut(1 << 14)
+        .zip(hashes.par_chunks_mut(1 << 14))
+        .zip(items.par_chunks(1 << 14))
+        .for_each(|((k, h), rows)| {
+            let mut shift = 0;
+            for f in fields {
+                for (k, &r) in k.iter_mut().zip(rows) {
+                    *k |= (f.code(r) as u128) << shift;
+                }
+                shift += f.bits;
+            }
+            for (h, &k) in h.iter_mut().zip(k.iter()) {
+                *h = mix((k as u64) ^ ((k >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            }
+        });
+    (keys, hashes)
+}
+
+/// A 64-bit finalizer, so that the top bits (partition) and low bits (slot) both vary.
+#[inline]
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 29;
+    h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h ^ (h >> 32)
 }
 
 /// Groups `items` (row indices in ascending order) by their generalized codes at `node`: the
@@ -82,7 +113,29 @@ fn group_first(fields: &[Field<'_>], items: &[u32]) -> Vec<u32> {
         // One class: every item belongs to the first one's.
         return vec![items.first().copied().unwrap_or(0); items.len()];
     }
+    if fields.iter().map(|f| f.bits).sum::<u32>() <= u128::BITS {
+        // Equal keys are equal classes: nothing to confirm.
+        let (keys, hashes) = packed_keys(fields, items);
+        return group_by_hash(items, &hashes, |i| keys[i], |_, _| true);
+    }
     let hashes = hashes(fields, items);
+    group_by_hash(
+        items,
+        &hashes,
+        |i| hashes[i],
+        |a, b| same_class(fields, items[a], items[b]),
+    )
+}
+
+/// The first item of each item's group, where items `i` and `j` (indices into `items`) are in one
+/// group when `key(i) == key(j)` and `same(i, j)`, and equal groups have equal `hashes`. Each hash
+/// partition copies its items' keys, so probes compare within the partition (in cache).
+fn group_by_hash<K: Copy + PartialEq>(
+    items: &[u32],
+    hashes: &[u64],
+    key: impl Fn(usize) -> K + Sync,
+    same: impl Fn(usize, usize) -> bool + Sync,
+) -> Vec<u32> {
     // Stable partition by the top hash bits: each part keeps ascending item order.
     let mut parts: Vec<Vec<u32>> = vec![Vec::new(); PARTS];
     for (i, h) in hashes.iter().enumerate() {
@@ -96,9 +149,14 @@ fn group_first(fields: &[Field<'_>], items: &[u32]) -> Vec<u32> {
             // Slot: index into `part` + 1 of the group's first item (0 = empty).
             let mut table = vec![0u32; cap];
             let mut out = Vec::with_capacity(part.len());
+            let mut keys: Vec<K> = Vec::with_capacity(part.len());
+            let mut rows: Vec<u32> = Vec::with_capacity(part.len());
             for (pos, &i) in part.iter().enumerate() {
                 let h = hashes[i as usize];
                 let row = items[i as usize];
+                let k = key(i as usize);
+                keys.push(k);
+                rows.push(row);
                 let mut s = (h as usize) & mask;
                 let first = loop {
                     let t = table[s];
@@ -106,9 +164,9 @@ fn group_first(fields: &[Field<'_>], items: &[u32]) -> Vec<u32> {
                         table[s] = pos as u32 + 1;
                         break row;
                     }
-                    let j = part[(t - 1) as usize] as usize;
-                    if hashes[j] == h && same_class(fields, items[j], row) {
-                        break items[j];
+                    let p = (t - 1) as usize;
+                    if keys[p] == k && same(part[p] as usize, i as usize) {
+                        break rows[p];
                     }
                     s = (s + 1) & mask;
                 };
@@ -139,26 +197,32 @@ mod tests {
         let rows = 5000u32;
         let a: Vec<u32> = (0..rows).map(|_| rng.random_range(0..7)).collect();
         let b: Vec<u32> = (0..rows).map(|_| rng.random_range(0..300)).collect();
-        let fields = [
-            Field {
-                codes: &a,
-                groups: None,
-            },
-            Field {
-                codes: &b,
-                groups: None,
-            },
-        ];
         let items: Vec<u32> = (0..rows).step_by(3).collect();
-        let got = group_first(&fields, &items);
-        let mut seen = std::collections::HashMap::new();
-        for &r in &items {
-            seen.entry((a[r as usize], b[r as usize])).or_insert(r);
+        // Fields within 128 bits group by packed keys, wider ones by hashes confirmed code by code
+        // (the declared widths only choose the path).
+        for bits in [(3, 9), (100, 100)] {
+            let fields = [
+                Field {
+                    codes: &a,
+                    groups: None,
+                    bits: bits.0,
+                },
+                Field {
+                    codes: &b,
+                    groups: None,
+                    bits: bits.1,
+                },
+            ];
+            let got = group_first(&fields, &items);
+            let mut seen = std::collections::HashMap::new();
+            for &r in &items {
+                seen.entry((a[r as usize], b[r as usize])).or_insert(r);
+            }
+            let want: Vec<u32> = items
+                .iter()
+                .map(|&r| seen[&(a[r as usize], b[r as usize])])
+                .collect();
+            assert_eq!(got, want);
         }
-        let want: Vec<u32> = items
-            .iter()
-            .map(|&r| seen[&(a[r as usize], b[r as usize])])
-            .collect();
-        assert_eq!(got, want);
     }
 }
