@@ -91,12 +91,16 @@ pub struct Dataset {
     pub tuples: u64,
 }
 
+/// A hash map for the encoder's text keys: keyed like std's (random per process, so hostile
+/// values cannot force collisions) but several times faster on short strings.
+pub(crate) type TextMap<K, V> = HashMap<K, V, ahash::RandomState>;
+
 /// The distinct text forms of one column.
 #[derive(Debug, Clone, Default)]
 pub struct ColumnValues {
     /// Text form of each id.
     pub values: Vec<String>,
-    index: HashMap<String, u32>,
+    index: TextMap<String, u32>,
 }
 
 impl ColumnValues {
@@ -278,18 +282,39 @@ impl Combinations {
                 tuples: n as u64,
             };
         };
-        // Combinations in ascending id order (column by column), equal ones merged: a sort of row
-        // indices, so no key is materialized per combination.
-        let cmp = |a: u32, b: u32| {
-            ids.iter()
+        // Combinations in ascending id order (column by column), equal ones merged: the leading
+        // columns that fit 128 bits are packed into one sort key per combination, and only ties
+        // on it compare the other columns.
+        let mut widths: Vec<u32> = Vec::new();
+        for values in &columns {
+            let b = crate::classes::key::bits_for(values.values.len());
+            if widths.iter().sum::<u32>() + b > u128::BITS {
+                break;
+            }
+            widths.push(b);
+        }
+        let lead = widths.len();
+        let cmp_from = |from: usize, a: u32, b: u32| {
+            ids[from..]
+                .iter()
                 .map(|c| c[a as usize].cmp(&c[b as usize]))
                 .find(|o| o.is_ne())
                 .unwrap_or(std::cmp::Ordering::Equal)
         };
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.par_sort_unstable_by(|&a, &b| cmp(a, b));
+        let cmp = |a: u32, b: u32| cmp_from(0, a, b);
+        let mut keyed: Vec<(u128, u32)> = (0..n as u32)
+            .into_par_iter()
+            .map(|r| {
+                let key = ids[..lead]
+                    .iter()
+                    .zip(&widths)
+                    .fold(0u128, |k, (c, &w)| (k << w) | c[r as usize] as u128);
+                (key, r)
+            })
+            .collect();
+        keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_from(lead, a.1, b.1)));
         let mut kept: Vec<(u32, u64)> = Vec::with_capacity(n);
-        for &r in &order {
+        for &(_, r) in &keyed {
             let w = weights[r as usize];
             match kept.last_mut() {
                 Some((first, total)) if cmp(*first, r).is_eq() => *total += w,

@@ -1,6 +1,6 @@
 //! Numeric interval hierarchies built over the values found in the data.
 
-use std::collections::HashMap;
+use crate::encode::TextMap;
 
 use super::{Hierarchy, LossModel};
 use crate::error::{PbgError, Result};
@@ -72,7 +72,7 @@ pub(super) fn build(
     leaves.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (min, max) = (leaves[0].0, leaves[leaves.len() - 1].0);
     let n_levels = widths.len().max(cuts.len());
-    let mut bounds: Vec<HashMap<String, (f64, f64)>> = vec![HashMap::new(); n_levels + 2];
+    let mut bounds: Vec<TextMap<String, (f64, f64)>> = vec![TextMap::default(); n_levels + 2];
     let mut rows = Vec::with_capacity(leaves.len());
     // Leaves ascend, so a level's bin changes only between neighbours: each bin's label is
     // formatted, and its bounds recorded, once.

@@ -11,7 +11,7 @@ mod interval;
 mod mask;
 mod spec;
 
-use std::collections::HashMap;
+use crate::encode::TextMap;
 
 use crate::error::{PbgError, Result};
 
@@ -42,7 +42,7 @@ pub struct Hierarchy {
     column: String,
     source: String,
     leaves: Vec<String>,
-    leaf_index: HashMap<String, u32>,
+    leaf_index: TextMap<String, u32>,
     levels: Vec<Level>,
     /// Position of every leaf code in the rows the hierarchy was given (before the canonical sort).
     file_rank: Vec<u32>,
@@ -55,7 +55,7 @@ pub(crate) enum LossModel<'a> {
     LeafCount,
     /// (U − L) / (max − min) over numeric bounds of each group: one `(L, U)` per label per level
     /// (same shape as the rows' levels), clamped to the leaves' range.
-    Range(&'a [HashMap<String, (f64, f64)>]),
+    Range(&'a [TextMap<String, (f64, f64)>]),
 }
 
 impl Hierarchy {
@@ -84,7 +84,7 @@ impl Hierarchy {
                 "it has {width} levels; pbg supports at most {MAX_LEVELS} (leaves + 255 generalizations)"
             )));
         }
-        let mut leaf_index = HashMap::with_capacity(rows.len());
+        let mut leaf_index = TextMap::with_capacity_and_hasher(rows.len(), Default::default());
         for (r, row) in rows.iter().enumerate() {
             if row.len() != width {
                 return Err(err(format!(
@@ -106,7 +106,7 @@ impl Hierarchy {
         let n_leaves = leaves.len();
         let mut levels: Vec<Level> = Vec::with_capacity(width);
         for l in 0..width {
-            let mut codes: HashMap<&str, u32> = HashMap::new();
+            let mut codes: TextMap<&str, u32> = TextMap::default();
             let mut labels = Vec::new();
             let mut group_of_leaf = Vec::with_capacity(n_leaves);
             let mut leaves_in_group: Vec<u32> = Vec::new();
@@ -295,8 +295,8 @@ impl HierarchyRows {
 /// (U − L) / (max − min), bounds clamped to the leaves' range; leaves themselves lose nothing.
 fn range_losses(
     labels: &[String],
-    bounds: &HashMap<String, (f64, f64)>,
-    leaf_bounds: &HashMap<String, (f64, f64)>,
+    bounds: &TextMap<String, (f64, f64)>,
+    leaf_bounds: &TextMap<String, (f64, f64)>,
     level: usize,
 ) -> Result<Vec<f64>> {
     let (min, max) = leaf_bounds
