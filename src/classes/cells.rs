@@ -11,9 +11,6 @@ use super::{KeyLayout, NodeKeys, wide};
 use crate::encode::EncodedQi;
 use crate::error::Result;
 
-/// Rows per parallel chunk of a direct evaluation.
-pub(crate) const CHUNK_ROWS: usize = 1 << 16;
-
 /// One cell of a class: a value code (in a mask table, the class's set of values as a bit mask)
 /// and its number of tuples in the class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -157,7 +154,7 @@ impl<'a> NodeGather<'a> {
         layout: &KeyLayout,
         start: usize,
         out: &mut [u64],
-    ) -> Result<()> {
+    ) {
         out.fill(0);
         for (d, q) in qis.iter().enumerate() {
             if self.top[d] {
@@ -180,7 +177,6 @@ impl<'a> NodeGather<'a> {
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -239,7 +235,7 @@ impl CellTable {
         let vals = values.values();
         let pairs = group::count_keys(n, weights, |start, keys: &mut [u64]| {
             match class_keys {
-                RowKeys::Packed(layout) => gather.fill(qis, layout, start, keys)?,
+                RowKeys::Packed(layout) => gather.fill(qis, layout, start, keys),
                 RowKeys::FirstRow(_) => {
                     for (k, &f) in keys.iter_mut().zip(&firsts[start..]) {
                         *k = f as u64;

@@ -1,24 +1,24 @@
 //! Group-by of cell keys in cache-sized pieces: the keys are split into key *ranges* chosen from a
 //! sample, each range is counted in its own small hash table (which stays in cache, where one
 //! table for a million classes would miss on almost every row), and the ranges' sorted counts,
-//! concatenated in range order, are sorted as a whole. Rows are taken in blocks, so the extra
-//! memory is bounded by the block, not the dataset.
+//! concatenated in range order, are in key order as a whole. Rows are taken in blocks, so the
+//! extra memory is bounded by the block, not the dataset.
 
 use rayon::prelude::*;
 
 use super::counter::Counter;
 use crate::error::Result;
 
-/// Rows per chunk a key-filling closure is called on.
-const CHUNK: usize = 1 << 16;
-/// Rows per block partitioned at once (bounds the buffered `(key, weight)` pairs).
-const BLOCK: usize = 1 << 22;
+/// Rows per parallel chunk of a direct evaluation (a key-filling closure's call).
+pub(crate) const CHUNK_ROWS: usize = 1 << 16;
+/// Rows per block partitioned at once (bounds the buffered `(key, weight)` pairs: 16 MB).
+const BLOCK: usize = 1 << 20;
 /// Rows a range aims to hold: its table then fits a core's L2 cache.
 const RANGE_ROWS: usize = 1 << 13;
 /// Most ranges.
 const MAX_RANGES: usize = 1 << 10;
 /// Below this many rows one table is cheaper than partitioning.
-pub(crate) const PARTITION_MIN_ROWS: usize = 1 << 17;
+const PARTITION_MIN_ROWS: usize = 1 << 17;
 /// Sampled runs of consecutive rows, and their length.
 const SAMPLE_RUNS: usize = 256;
 const SAMPLE_RUN: usize = 64;
@@ -45,11 +45,11 @@ where
         let end = (block + BLOCK).min(n);
         // Each chunk's pairs, split by range (range order within each chunk).
         let parts: Vec<Vec<Vec<(u64, u64)>>> = (block..end)
-            .step_by(CHUNK)
+            .step_by(CHUNK_ROWS)
             .collect::<Vec<_>>()
             .into_par_iter()
             .map(|start| -> Result<_> {
-                let len = CHUNK.min(end - start);
+                let len = CHUNK_ROWS.min(end - start);
                 let mut keys = vec![0u64; len];
                 fill(start, &mut keys)?;
                 let mut range = vec![0u32; len];

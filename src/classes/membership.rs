@@ -3,8 +3,9 @@
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
-use super::cells::{CHUNK_ROWS, NodeGather};
+use super::cells::NodeGather;
 use super::counter::Counter;
+use super::group::CHUNK_ROWS;
 use super::{NodeKeys, first_rows_of_all};
 use crate::encode::EncodedQi;
 use crate::error::Result;
@@ -15,22 +16,22 @@ fn class_keys_of_rows(
     node: &[u8],
     class_keys: &NodeKeys,
     rows: usize,
-) -> Result<Vec<u64>> {
+) -> Vec<u64> {
     let layout = match class_keys {
         NodeKeys::Packed(layout) => layout,
         NodeKeys::FirstRow => {
-            return Ok(first_rows_of_all(qis, node, rows)
+            return first_rows_of_all(qis, node, rows)
                 .into_iter()
                 .map(u64::from)
-                .collect());
+                .collect();
         }
     };
     let gather = NodeGather::new(qis, node);
     let mut keys = vec![0u64; rows];
     keys.par_chunks_mut(CHUNK_ROWS)
         .enumerate()
-        .try_for_each(|(i, chunk)| gather.fill(qis, layout, i * CHUNK_ROWS, chunk))?;
-    Ok(keys)
+        .for_each(|(i, chunk)| gather.fill(qis, layout, i * CHUNK_ROWS, chunk));
+    keys
 }
 
 /// The equivalence classes of a node with their members.
@@ -49,7 +50,7 @@ impl EquivalenceClasses {
         class_keys: &NodeKeys,
         rows: usize,
     ) -> Result<Self> {
-        let row_keys = class_keys_of_rows(qis, node, class_keys, rows)?;
+        let row_keys = class_keys_of_rows(qis, node, class_keys, rows);
         let mut distinct = Counter::with_capacity(1024);
         for &k in &row_keys {
             distinct.add(k, 1);

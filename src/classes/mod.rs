@@ -11,7 +11,7 @@
 mod cells;
 pub(crate) mod counter;
 mod dense;
-mod group;
+pub(crate) mod group;
 pub(crate) mod key;
 mod membership;
 mod order;

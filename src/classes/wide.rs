@@ -102,7 +102,8 @@ fn mix(mut h: u64) -> u64 {
 }
 
 /// Groups `items` (row indices in ascending order) by their generalized codes at `node`: the
-/// first item of each item's group. Exact: equal hashes are confirmed code by code.
+/// first item of each item's group. Exact: codes that fit 128 bits are compared as one packed
+/// key, wider ones by hash with equal hashes confirmed code by code.
 pub(crate) fn first_rows(qis: &[EncodedQi], node: &[u8], items: &[u32]) -> Vec<u32> {
     group_first(&fields(qis, node), items)
 }

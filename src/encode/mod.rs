@@ -301,7 +301,6 @@ impl Combinations {
                 .find(|o| o.is_ne())
                 .unwrap_or(std::cmp::Ordering::Equal)
         };
-        let cmp = |a: u32, b: u32| cmp_from(0, a, b);
         let mut keyed: Vec<(u128, u32)> = (0..n as u32)
             .into_par_iter()
             .map(|r| {
@@ -314,12 +313,18 @@ impl Combinations {
             .collect();
         keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_from(lead, a.1, b.1)));
         let mut kept: Vec<(u32, u64)> = Vec::with_capacity(n);
-        for &(_, r) in &keyed {
+        let mut last_key = None;
+        for &(key, r) in &keyed {
             let w = weights[r as usize];
             match kept.last_mut() {
-                Some((first, total)) if cmp(*first, r).is_eq() => *total += w,
+                Some((first, total))
+                    if last_key == Some(key) && cmp_from(lead, *first, r).is_eq() =>
+                {
+                    *total += w
+                }
                 _ => kept.push((r, w)),
             }
+            last_key = Some(key);
         }
         kept.retain(|&(_, w)| w > 0);
         let tuples = kept.iter().map(|&(_, w)| w).sum();
