@@ -16,6 +16,7 @@ mod release;
 mod reliability;
 mod rollup;
 mod search;
+mod singletons;
 mod slicing;
 mod slicing_diversity;
 mod sql;

@@ -15,7 +15,7 @@ use crate::common::{pbg, pbg_json};
 use crate::naive::{self, NaiveTable};
 
 /// `pbg generate wide` into `dir`: the profile's path.
-fn generate(dir: &Path, qis: usize, rows: u64, seed: u64) -> PathBuf {
+pub(crate) fn generate(dir: &Path, qis: usize, rows: u64, seed: u64) -> PathBuf {
     let out = pbg_json(&[
         "generate",
         "wide",

@@ -119,6 +119,18 @@ pub enum RowKeys<'a> {
     Packed(&'a KeyLayout),
     /// The first row of every row's class.
     FirstRow(&'a [u32]),
+    /// Every row's class key, packed and gathered beforehand ([`row_class_keys`]).
+    Classes(&'a [u64]),
+}
+
+/// Every row's packed class key at `node` (rows `0..rows`), in parallel over row chunks.
+pub fn row_class_keys(qis: &[EncodedQi], node: &[u8], layout: &KeyLayout, rows: usize) -> Vec<u64> {
+    let gather = NodeGather::new(qis, node);
+    let mut keys = vec![0u64; rows];
+    keys.par_chunks_mut(group::CHUNK_ROWS)
+        .enumerate()
+        .for_each(|(i, out)| gather.fill(qis, layout, i * group::CHUNK_ROWS, out));
+    keys
 }
 
 /// The first row of every row's class at `node` (rows `0..rows`).
@@ -147,7 +159,8 @@ impl<'a> NodeGather<'a> {
     }
 
     /// Writes the class key of rows `start..start + out.len()` into `out`: per QI, one pass that
-    /// gathers each row's group code and shift-ors it into the key (no intermediate array).
+    /// gathers each row's group code and shift-ors it into the key (no intermediate array), over
+    /// sub-blocks of rows small enough that the keys stay in L1 across the QIs' passes.
     pub(crate) fn fill(
         &self,
         qis: &[EncodedQi],
@@ -155,24 +168,28 @@ impl<'a> NodeGather<'a> {
         start: usize,
         out: &mut [u64],
     ) {
+        const SUB: usize = 2048;
         out.fill(0);
-        for (d, q) in qis.iter().enumerate() {
-            if self.top[d] {
-                continue; // one group: code 0 everywhere
-            }
-            let shift = layout.shift(d);
-            let leaf = &q.codes.values()[start..start + out.len()];
-            match self.groups[d] {
-                None => {
-                    for (k, &c) in out.iter_mut().zip(leaf) {
-                        *k |= (c as u64) << shift;
-                    }
+        for (b, out) in out.chunks_mut(SUB).enumerate() {
+            let from = start + b * SUB;
+            for (d, q) in qis.iter().enumerate() {
+                if self.top[d] {
+                    continue; // one group: code 0 everywhere
                 }
-                Some(groups) => {
-                    for (k, &c) in out.iter_mut().zip(leaf) {
-                        // Leaf codes index their hierarchy's leaves by construction.
-                        let g = groups[c as usize];
-                        *k |= (g as u64) << shift;
+                let shift = layout.shift(d);
+                let leaf = &q.codes.values()[from..from + out.len()];
+                match self.groups[d] {
+                    None => {
+                        for (k, &c) in out.iter_mut().zip(leaf) {
+                            *k |= (c as u64) << shift;
+                        }
+                    }
+                    Some(groups) => {
+                        for (k, &c) in out.iter_mut().zip(leaf) {
+                            // Leaf codes index their hierarchy's leaves by construction.
+                            let g = groups[c as usize];
+                            *k |= (g as u64) << shift;
+                        }
                     }
                 }
             }
@@ -196,7 +213,7 @@ impl CellTable {
         let gather = NodeGather::new(qis, node);
         let n = values.len();
         let firsts: &[u32] = match class_keys {
-            RowKeys::Packed(_) => &[],
+            RowKeys::Packed(_) | RowKeys::Classes(_) => &[],
             RowKeys::FirstRow(f) => f,
         };
         if let (RowKeys::FirstRow(_), Some(lanes), false) =
@@ -236,6 +253,9 @@ impl CellTable {
         let pairs = group::count_keys(n, weights, |start, keys: &mut [u64]| {
             match class_keys {
                 RowKeys::Packed(layout) => gather.fill(qis, layout, start, keys),
+                RowKeys::Classes(classes) => {
+                    keys.copy_from_slice(&classes[start..start + keys.len()])
+                }
                 RowKeys::FirstRow(_) => {
                     for (k, &f) in keys.iter_mut().zip(&firsts[start..]) {
                         *k = f as u64;

@@ -38,7 +38,11 @@ where
         }
         return Ok(counter.into_sorted_pairs());
     }
-    let ranges = Ranges::sample(n, &fill)?;
+    let sample = sample_keys(n, &fill)?;
+    if few_classes(&sample) {
+        return count_in_chunks(n, weights, &fill);
+    }
+    let ranges = Ranges::from_sample(n, &sample);
     let count = ranges.count();
     let mut counters: Vec<Option<Counter>> = (0..count).map(|_| None).collect();
     for block in (0..n).step_by(BLOCK) {
@@ -92,6 +96,118 @@ where
     Ok(sorted.concat())
 }
 
+/// Exact count of the tuples alone in their class among the classes whose key hashes into one
+/// part of `parts` (a power of two): every row of a class has its key, so each class is counted
+/// whole or not at all, and the count is a lower bound of the table's singleton tuples that
+/// costs one pass over the keys and a table of about `keys.len() / parts` entries.
+pub(crate) fn singletons_in_part(keys: &[u64], weights: Option<&[u64]>, parts: u64) -> u64 {
+    let shift = 64 - parts.trailing_zeros();
+    let in_part =
+        |k: u64| parts <= 1 || k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) >> shift == 0;
+    let pairs: Vec<(u64, u64)> = keys
+        .par_chunks(CHUNK_ROWS)
+        .enumerate()
+        .flat_map_iter(|(c, chunk)| {
+            chunk
+                .iter()
+                .enumerate()
+                .filter(move |&(_, &k)| in_part(k))
+                .map(move |(i, &k)| (k, weights.map_or(1, |w| w[c * CHUNK_ROWS + i])))
+        })
+        .collect();
+    let mut counter = Counter::with_capacity(pairs.len().min(1 << 16));
+    for &(k, w) in &pairs {
+        counter.add(k, w);
+    }
+    counter
+        .into_pairs()
+        .iter()
+        .filter(|&&(_, w)| w == 1)
+        .count() as u64
+}
+
+/// Sampled keys at most that are distinct for the input to count as having few classes.
+const FEW_SAMPLE_KEYS: usize = 2048;
+
+/// Keys of runs of consecutive rows spread over the input (rows `0..n`, n ≥ [`SAMPLE_RUN`]).
+fn sample_keys<F>(n: usize, fill: &F) -> Result<Vec<u64>>
+where
+    F: Fn(usize, &mut [u64]) -> Result<()> + Sync,
+{
+    let step = n / SAMPLE_RUNS;
+    let mut sample = vec![0u64; SAMPLE_RUNS * SAMPLE_RUN];
+    for (i, run) in sample.chunks_mut(SAMPLE_RUN).enumerate() {
+        fill((i * step).min(n - SAMPLE_RUN), run)?;
+    }
+    Ok(sample)
+}
+
+/// Whether the sample suggests few classes: then one small table per chunk stays in cache and
+/// partitioning into ranges would only move the rows. A wrong guess costs time, never results.
+fn few_classes(sample: &[u64]) -> bool {
+    let mut keys = sample.to_vec();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len() <= FEW_SAMPLE_KEYS
+}
+
+/// [`count_keys`] with one table per parallel task, the tables' sorted pairs merged.
+fn count_in_chunks<F>(n: usize, weights: Option<&[u64]>, fill: &F) -> Result<Vec<(u64, u64)>>
+where
+    F: Fn(usize, &mut [u64]) -> Result<()> + Sync,
+{
+    (0..n)
+        .step_by(CHUNK_ROWS)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .try_fold(
+            || (Counter::with_capacity(1 << 10), Vec::new()),
+            |(mut counter, mut keys), start| -> Result<_> {
+                let len = CHUNK_ROWS.min(n - start);
+                keys.resize(len, 0);
+                fill(start, &mut keys)?;
+                for (i, &k) in keys.iter().enumerate() {
+                    counter.add(k, weights.map_or(1, |w| w[start + i]));
+                }
+                Ok((counter, keys))
+            },
+        )
+        .map(|r| r.map(|(counter, _)| counter.into_sorted_pairs()))
+        .try_reduce(Vec::new, |a, b| Ok(merge_sorted(a, b)))
+}
+
+/// Two key-sorted (key, count) lists as one, counts of equal keys added.
+fn merge_sorted(a: Vec<(u64, u64)>, b: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    if a.is_empty() {
+        return b;
+    }
+    if b.is_empty() {
+        return a;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push((a[i].0, a[i].1 + b[j].1));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 /// Bits of the key prefix that picks a range.
 const PREFIX_BITS: u32 = 12;
 
@@ -104,22 +220,14 @@ struct Ranges {
 }
 
 impl Ranges {
-    /// Ranges of about [`RANGE_ROWS`] rows each, judged from runs of consecutive rows spread
-    /// over the input (a prefix holding many rows makes a range larger; never wrong).
-    fn sample<F>(n: usize, fill: &F) -> Result<Self>
-    where
-        F: Fn(usize, &mut [u64]) -> Result<()> + Sync,
-    {
-        let step = n / SAMPLE_RUNS;
-        let mut sample = vec![0u64; SAMPLE_RUNS * SAMPLE_RUN];
-        for (i, run) in sample.chunks_mut(SAMPLE_RUN).enumerate() {
-            fill((i * step).min(n - SAMPLE_RUN), run)?;
-        }
+    /// Ranges of about [`RANGE_ROWS`] rows each, judged from the keys of [`sample_keys`] (a
+    /// prefix holding many rows makes a range larger; never wrong).
+    fn from_sample(n: usize, sample: &[u64]) -> Self {
         let max = sample.iter().copied().max().unwrap_or(0);
         let shift = (u64::BITS - max.leading_zeros()).saturating_sub(PREFIX_BITS);
         let prefixes = 1usize << PREFIX_BITS;
         let mut hist = vec![0usize; prefixes];
-        for &k in &sample {
+        for &k in sample {
             hist[((k >> shift) as usize).min(prefixes - 1)] += 1;
         }
         let ranges = (n / RANGE_ROWS).clamp(2, MAX_RANGES);
@@ -134,7 +242,7 @@ impl Ranges {
             of_prefix.push(range);
             filled += h;
         }
-        Ok(Ranges { shift, of_prefix })
+        Ranges { shift, of_prefix }
     }
 
     /// Number of ranges.
@@ -173,6 +281,13 @@ mod tests {
                 })
                 .collect();
             let weights: Vec<u64> = (0..n).map(|_| rng.random_range(1..5)).collect();
+            // Few distinct keys take the per-chunk tables, many the key ranges.
+            let sample = sample_keys(n, &|start, out: &mut [u64]| {
+                out.copy_from_slice(&keys[start..start + out.len()]);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(few_classes(&sample), domain <= 1_000, "domain {domain}");
             for w in [None, Some(weights.as_slice())] {
                 let got = count_keys(n, w, |start, out: &mut [u64]| {
                     out.copy_from_slice(&keys[start..start + out.len()]);
@@ -185,6 +300,33 @@ mod tests {
                 }
                 assert_eq!(got, want.into_iter().collect::<Vec<_>>());
             }
+        }
+    }
+
+    /// The singletons of one hash part are exactly those of a map restricted to the part's
+    /// keys; all parts together (or one part of one) are every singleton.
+    #[test]
+    fn singletons_in_part_are_exact() {
+        use rand::rngs::ChaCha8Rng;
+        use rand::{RngExt, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let n = 200_000;
+        let keys: Vec<u64> = (0..n).map(|_| rng.random_range(0..150_000u64)).collect();
+        let weights: Vec<u64> = (0..n).map(|_| rng.random_range(1..3)).collect();
+        for w in [None, Some(weights.as_slice())] {
+            let mut totals = std::collections::HashMap::new();
+            for (r, &k) in keys.iter().enumerate() {
+                *totals.entry(k).or_insert(0u64) += w.map_or(1, |w| w[r]);
+            }
+            let all = totals.values().filter(|&&t| t == 1).count() as u64;
+            assert_eq!(singletons_in_part(&keys, w, 1), all);
+            let part = singletons_in_part(&keys, w, 8);
+            assert!(part > 0 && part < all, "{part} of {all}");
+            // The part's share is about an eighth.
+            assert!(
+                (part as f64 / all as f64 - 0.125).abs() < 0.02,
+                "{part} of {all}"
+            );
         }
     }
 }

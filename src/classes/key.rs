@@ -184,6 +184,27 @@ impl ClassKeys {
         }
     }
 
+    /// The node nearest above `node` whose keys pack, raising one QI a level at a time where it
+    /// frees the most bits (ties: the first QI): `node` itself when it packs, None when even
+    /// the top does not.
+    pub fn packed_cover(&self, node: &[u8]) -> Option<Vec<u8>> {
+        let mut at = node.to_vec();
+        let ClassKeys::Wide(w) = self else {
+            return Some(at);
+        };
+        let bits = |d: usize, l: u8| bits_for(w.groups[d][l as usize]);
+        loop {
+            if matches!(self.at(&at), NodeKeys::Packed(_)) {
+                return Some(at);
+            }
+            let (d, _) = (0..at.len())
+                .filter(|&d| (at[d] as usize) + 1 < w.groups[d].len())
+                .map(|d| (d, bits(d, at[d]).saturating_sub(bits(d, at[d] + 1))))
+                .max_by_key(|&(d, freed)| (freed, std::cmp::Reverse(d)))?;
+            at[d] += 1;
+        }
+    }
+
     /// The most bits a node's packed key may take.
     pub fn max_bits(&self) -> u32 {
         match self {

@@ -112,6 +112,8 @@ pub fn result_json(r: &SearchResult, lattice: &pbg::lattice::Lattice) -> Value {
         "objectives": r.objectives.iter().map(Objective::name).collect::<Vec<_>>(),
         "lattice_size": pbg::evaluate::json::size_json(lattice),
         "evaluations": r.evaluations,
+        "implied": r.implied,
+        "probes": r.probes,
         "front": front,
     })
 }
@@ -187,11 +189,12 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
             } else {
                 print!("{}", super::output::aligned_table(&header, &rows));
                 println!(
-                    "# {}: {} nodes on the front, {} of {} nodes evaluated",
+                    "# {}: {} nodes on the front, {} of {} nodes evaluated ({} of them implied by a coarser node's singleton tuples)",
                     result.algorithm,
                     result.front.len(),
                     result.evaluations,
-                    result.lattice_size
+                    result.lattice_size,
+                    result.implied
                 );
             }
         }

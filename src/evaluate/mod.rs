@@ -14,6 +14,7 @@ pub use suppression::Suppression;
 mod index_pass;
 pub mod json;
 pub mod lattice;
+mod singletons;
 mod suppression;
 mod sweep;
 mod tables;

@@ -20,10 +20,16 @@ impl Evaluator {
             NodeKeys::Packed(layout) => RowKeys::Packed(layout),
             NodeKeys::FirstRow => RowKeys::FirstRow(&firsts),
         };
+        self.tables_keyed(node, &keys)
+    }
+
+    /// Direct evaluation with the rows' class keys given.
+    pub(super) fn tables_keyed(&self, node: &[u8], keys: &RowKeys<'_>) -> Result<NodeTables> {
+        let ds = &self.dataset;
         let sens = CellTable::from_rows(
             &ds.qis,
             node,
-            &keys,
+            keys,
             self.class_only.as_deref().unwrap_or(&ds.sensitive.codes),
             self.sens_bits,
             ds.weights.as_deref(),
@@ -33,7 +39,7 @@ impl Evaluator {
             Some(c) => Some(CellTable::from_rows(
                 &ds.qis,
                 node,
-                &keys,
+                keys,
                 &c.codes,
                 self.label_bits,
                 ds.weights.as_deref(),

@@ -61,6 +61,70 @@ pub struct NodeIndices {
     pub threshold: u64,
 }
 
+/// The indices that follow for a node with more than η tuples alone in their class, without its
+/// classes: the suppression threshold j is then 0 (the size-1 classes alone overrun the limit,
+/// see [`crate::suppression::suppression_threshold_capped`]), so nothing is suppressed and a
+/// class of one tuple is released. k, every l and the prosecutor risk are 1, and the losses that
+/// depend on the generalization alone (GLM, precision, non-uniform entropy, height) are the
+/// node's. A tuple alone in its class at a node is alone at every finer node, so one such node
+/// implies this for every node below it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SingletonIndices(NodeIndices);
+
+impl SingletonIndices {
+    /// The indices implied at `node`, whose losses with nothing suppressed are given.
+    pub fn new(node: Node, glm: f64, precision: f64, nu_entropy: f64) -> Self {
+        // Fields that need the classes hold placeholders; `value` never reads them.
+        SingletonIndices(NodeIndices {
+            node,
+            classes: 1,
+            k: 1,
+            max_class: 0,
+            l_distinct: 1,
+            l_entropy: 1.0,
+            l_probabilistic: 1.0,
+            t_equal: f64::NAN,
+            t_ordered: f64::NAN,
+            t_hierarchical: None,
+            beta: f64::NAN,
+            delta_disclosure: f64::NAN,
+            risk_average: f64::NAN,
+            uniques: f64::NAN,
+            suppressed: 0,
+            glm,
+            aecs: f64::NAN,
+            precision,
+            nu_entropy,
+            s_k: 0,
+            s_l: 0,
+            cm: None,
+            threshold: 0,
+        })
+    }
+
+    /// Whether the value of `index` follows (the others need the classes).
+    pub fn implies(index: Index) -> bool {
+        matches!(
+            index,
+            Index::K
+                | Index::L
+                | Index::LEntropy
+                | Index::LProbabilistic
+                | Index::RiskProsecutor
+                | Index::Suppressed
+                | Index::Glm
+                | Index::Precision
+                | Index::Height
+                | Index::NuEntropy
+        )
+    }
+
+    /// The value of `index`, when it follows.
+    pub fn value(&self, index: Index) -> Option<f64> {
+        Self::implies(index).then(|| index.of(&self.0))
+    }
+}
+
 /// Every index of a node that pbg reports, requires, optimizes or compares: one list, from which
 /// the output schemas (JSON keys, CSV/Parquet/SQL columns), the parsing of requirements, choices
 /// and search objectives, and each index's direction are all derived.

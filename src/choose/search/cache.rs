@@ -1,14 +1,17 @@
 //! Evaluations for a generator (PBG-EA): each node evaluated once, by roll-up from the cheapest
-//! cached finer node, so that a search touches the rows only for the bottom node.
+//! cached finer node, so that a search touches the rows only for the bottom node; a node below
+//! one with more than η singleton tuples is not evaluated at all when its wanted indices follow
+//! from that ([`SingletonIndices`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::classes::NodeKeys;
 use crate::error::Result;
 use crate::evaluate::{Evaluator, NodeTables};
-use crate::indices::NodeIndices;
+use crate::indices::{Index, NodeIndices, SingletonIndices};
 use crate::lattice::Node;
 
 /// Cached cells at most (16 bytes each): bounds the memory a search keeps for roll-ups.
@@ -20,6 +23,15 @@ pub(crate) struct EvaluationCache<'a> {
     indices: HashMap<Node, NodeIndices>,
     tables: Vec<(Node, Arc<NodeTables>)>,
     cells: usize,
+    /// Whether the wanted indices follow from singleton tuples (set by [`Self::wanting`]).
+    imply: bool,
+    /// Nodes with more than η singleton tuples, none below another: every node below one of them
+    /// has its [`SingletonIndices`].
+    singleton_rich: Vec<Node>,
+    /// Nodes whose indices were implied rather than evaluated.
+    implied: HashMap<Node, SingletonIndices>,
+    /// Coarser nodes evaluated only to look for singleton tuples ([`Self::probe_covers`]).
+    probed: HashSet<Node>,
 }
 
 impl<'a> EvaluationCache<'a> {
@@ -29,17 +41,80 @@ impl<'a> EvaluationCache<'a> {
             indices: HashMap::new(),
             tables: Vec::new(),
             cells: 0,
+            imply: false,
+            singleton_rich: Vec::new(),
+            implied: HashMap::new(),
+            probed: HashSet::new(),
         }
     }
 
-    /// Unique nodes evaluated.
-    pub(crate) fn evaluations(&self) -> usize {
-        self.indices.len()
+    /// A cache whose users read only `wanted` ([`Self::values`]): nodes whose values follow from
+    /// a coarser node's singleton tuples are then implied, not evaluated.
+    pub(crate) fn wanting(ev: &'a Evaluator, wanted: &[Index]) -> Self {
+        EvaluationCache {
+            imply: ev.singletons_imply(wanted),
+            ..Self::new(ev)
+        }
     }
 
-    /// The indices of an evaluated node.
+    /// Unique nodes evaluated or implied.
+    pub(crate) fn evaluations(&self) -> usize {
+        self.indices.len() + self.implied.len()
+    }
+
+    /// Unique nodes whose indices were implied by a coarser node's singleton tuples.
+    pub(crate) fn implied(&self) -> usize {
+        self.implied.len()
+    }
+
+    /// Coarser nodes evaluated only to look for singleton tuples.
+    pub(crate) fn probes(&self) -> usize {
+        self.probed.len()
+    }
+
+    /// The indices of an evaluated node (None for an implied one: see [`Self::values`]).
     pub(crate) fn get(&self, node: &[u8]) -> Option<&NodeIndices> {
         self.indices.get(node)
+    }
+
+    /// The values of `indices` at an evaluated or implied node (implied: only those given to
+    /// [`Self::wanting`]).
+    pub(crate) fn values(&self, node: &[u8], indices: &[Index]) -> Option<Vec<f64>> {
+        if let Some(ix) = self.indices.get(node) {
+            return Some(indices.iter().map(|i| i.of(ix)).collect());
+        }
+        let implied = self.implied.get(node)?;
+        indices.iter().map(|&i| implied.value(i)).collect()
+    }
+
+    /// Whether `node` was evaluated or implied.
+    fn known(&self, node: &[u8]) -> bool {
+        self.indices.contains_key(node) || self.implied.contains_key(node)
+    }
+
+    /// Whether `node` is below a node with more than η singleton tuples.
+    fn below_singleton_rich(&self, node: &[u8]) -> bool {
+        self.singleton_rich.iter().any(|m| below(node, m))
+    }
+
+    /// Records `node` as singleton-rich when it is, keeping only the maximal such nodes.
+    fn note_singletons(&mut self, node: &[u8], ix: &NodeIndices, tables: &NodeTables) {
+        // k > 1 means every singleton was suppressed, so there were at most η of them.
+        if !self.imply || ix.k != 1 || self.below_singleton_rich(node) {
+            return;
+        }
+        if Evaluator::singleton_tuples(tables) > self.ev.dataset().eta {
+            self.add_singleton_rich(node);
+        }
+    }
+
+    /// Adds a node with more than η singleton tuples, keeping only the maximal ones.
+    fn add_singleton_rich(&mut self, node: &[u8]) {
+        if self.below_singleton_rich(node) {
+            return;
+        }
+        self.singleton_rich.retain(|m| !below(m, node));
+        self.singleton_rich.push(node.to_vec());
     }
 
     /// Evaluates every node of `nodes` not evaluated yet, in parallel. Results do not depend on the
@@ -47,9 +122,29 @@ impl<'a> EvaluationCache<'a> {
     pub(crate) fn evaluate(&mut self, nodes: &[Node]) -> Result<()> {
         let mut fresh: Vec<Node> = Vec::new();
         for n in nodes {
-            if !self.indices.contains_key(n) && !fresh.contains(n) {
+            if !self.known(n) && !fresh.contains(n) {
                 fresh.push(n.clone());
             }
+        }
+        if !self.imply {
+            return self.evaluate_fresh(fresh);
+        }
+        // A node below another fresh one waits for it: its singleton tuples may imply the node.
+        let (first, later): (Vec<Node>, Vec<Node>) = fresh
+            .iter()
+            .cloned()
+            .partition(|n| !fresh.iter().any(|m| m != n && below(n, m)));
+        self.evaluate_fresh(first)?;
+        self.evaluate_fresh(later)
+    }
+
+    /// [`Self::evaluate`] of nodes not evaluated before: those implied by singleton tuples are
+    /// noted as such, the others rolled up or evaluated from the rows.
+    fn evaluate_fresh(&mut self, mut fresh: Vec<Node>) -> Result<()> {
+        fresh.retain(|n| !self.known(n) && !self.imply_singletons(n));
+        if self.imply && !fresh.is_empty() {
+            self.probe_covers(&fresh)?;
+            fresh.retain(|n| !self.imply_singletons(n));
         }
         if fresh.is_empty() {
             return Ok(());
@@ -57,8 +152,9 @@ impl<'a> EvaluationCache<'a> {
         let bottom = self.ev.lattice().bottom();
         if !self.indices.contains_key(&bottom) {
             let t = self.ev.tables(&bottom)?;
-            self.indices
-                .insert(bottom.clone(), self.ev.indices(&bottom, &t));
+            let ix = self.ev.indices(&bottom, &t);
+            self.note_singletons(&bottom, &ix, &t);
+            self.indices.insert(bottom.clone(), ix);
             self.admit(bottom, t);
             fresh.retain(|n| !self.indices.contains_key(n));
         }
@@ -66,21 +162,86 @@ impl<'a> EvaluationCache<'a> {
             .iter()
             .map(|n| self.best(n).map(|i| self.tables[i].clone()))
             .collect();
-        let done: Vec<(Node, NodeTables, NodeIndices)> = fresh
+        // None: the node showed more than η singleton tuples on its way to a direct evaluation.
+        let done: Vec<(Node, Option<(NodeTables, NodeIndices)>)> = fresh
             .into_par_iter()
             .zip(sources)
             .map(|(node, source)| -> Result<_> {
                 let tables = match source {
-                    Some((from, src)) => self.climb(&src, &from, &node),
-                    None => self.ev.tables(&node)?,
+                    Some((from, src)) => Some(self.climb(&src, &from, &node)),
+                    None if self.imply => self.ev.tables_unless_singleton_rich(&node)?,
+                    None => Some(self.ev.tables(&node)?),
                 };
-                let ix = self.ev.indices(&node, &tables);
-                Ok((node, tables, ix))
+                let done = tables.map(|t| {
+                    let ix = self.ev.indices(&node, &t);
+                    (t, ix)
+                });
+                Ok((node, done))
             })
             .collect::<Result<_>>()?;
-        for (node, tables, ix) in done {
-            self.indices.insert(node.clone(), ix);
-            self.admit(node, tables);
+        for (node, done) in done {
+            match done {
+                Some((tables, ix)) => {
+                    self.note_singletons(&node, &ix, &tables);
+                    self.indices.insert(node.clone(), ix);
+                    self.admit(node, tables);
+                }
+                None => {
+                    self.add_singleton_rich(&node);
+                    let implied = self.imply_singletons(&node);
+                    debug_assert!(implied, "a singleton-rich node implies its own indices");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes `node`'s [`SingletonIndices`] when they follow from a singleton-rich node above it.
+    fn imply_singletons(&mut self, node: &[u8]) -> bool {
+        if !self.imply || !self.below_singleton_rich(node) {
+            return false;
+        }
+        match self.ev.singleton_indices(node) {
+            Some(implied) => {
+                self.implied.insert(node.to_vec(), implied);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Looks for singleton tuples above the costliest of `fresh`: nodes keyed by first rows with
+    /// no finer table to roll up from, whose direct evaluation is a hash group-by of wide keys
+    /// into about as many classes as rows. The nearest coarser node that packs
+    /// ([`crate::classes::ClassKeys::packed_cover`]) is evaluated instead, several times more
+    /// cheaply; when it shows more than η singleton tuples ([`Evaluator::singleton_rich`]), the
+    /// node (and all below the cover) is implied. A cover without them costs one pass of key
+    /// gathers.
+    fn probe_covers(&mut self, fresh: &[Node]) -> Result<()> {
+        let mut covers: Vec<Node> = Vec::new();
+        for n in fresh {
+            if !matches!(self.ev.node_keys(n), NodeKeys::FirstRow) || self.best(n).is_some() {
+                continue;
+            }
+            let Some(cover) = self.ev.class_keys().packed_cover(n) else {
+                continue;
+            };
+            if !self.probed.contains(&cover) && !covers.contains(&cover) {
+                covers.push(cover);
+            }
+        }
+        let probed: Vec<(Node, bool)> = covers
+            .into_par_iter()
+            .map(|c| -> Result<_> {
+                let rich = self.ev.singleton_rich(&c)?;
+                Ok((c, rich))
+            })
+            .collect::<Result<_>>()?;
+        for (cover, rich) in probed {
+            if rich {
+                self.add_singleton_rich(&cover);
+            }
+            self.probed.insert(cover);
         }
         Ok(())
     }
@@ -121,7 +282,7 @@ impl<'a> EvaluationCache<'a> {
         let direct = self.ev.dataset().num_rows().saturating_mul(2);
         let mut best: Option<(usize, usize)> = None;
         for (i, (m, t)) in self.tables.iter().enumerate() {
-            if m.iter().zip(node).all(|(a, b)| a <= b) {
+            if below(m, node) {
                 let steps: usize = node.iter().zip(m).map(|(a, b)| (a - b) as usize).sum();
                 let cost = t.sens.num_classes().saturating_mul(steps.max(1));
                 if best.is_none_or(|(c, _)| cost < c) {
@@ -144,4 +305,9 @@ impl<'a> EvaluationCache<'a> {
         }
         current
     }
+}
+
+/// Whether node `a` is below `b` or equal to it (every level at most `b`'s).
+fn below(a: &[u8], b: &[u8]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x <= y)
 }

@@ -11,7 +11,7 @@ use crate::dominance::strongly_dominates;
 use crate::error::{PbgError, Result};
 use crate::evaluate::Evaluator;
 use crate::lattice::Node;
-use crate::objective::{Objective, values};
+use crate::objective::Objective;
 
 /// Parameters of PBG-EA (defaults as in the paper).
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +44,8 @@ impl Default for EaConfig {
     }
 }
 
-/// Runs PBG-EA; the result's `front` is the final archive, `evaluations` the unique nodes evaluated.
+/// Runs PBG-EA; the result's `front` is the final archive, `evaluations` the unique nodes evaluated
+/// (or implied: see [`EvaluationCache::wanting`]).
 pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Result<SearchResult> {
     let heights = ev.lattice().heights().to_vec();
     let q = heights.len();
@@ -77,7 +78,7 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
     // sensitive attribute matters at most through distinct l).
     let light = ev.for_objectives(objectives)?;
     let ev = &light;
-    let mut cache = EvaluationCache::new(ev);
+    let mut cache = EvaluationCache::wanting(ev, objectives);
 
     // Step 2: the top and bottom nodes plus random ones.
     let mut population: Vec<Node> = vec![ev.lattice().top(), ev.lattice().bottom()];
@@ -87,10 +88,9 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
     // Steps 3–4.
     cache.evaluate(&population)?;
     let point = |cache: &EvaluationCache, n: &Node| -> Point {
-        let ix = cache.get(n).expect("evaluated before use");
         Point {
             node: n.clone(),
-            values: values(objectives, ix),
+            values: cache.values(n, objectives).expect("evaluated before use"),
         }
     };
     for n in &population {
@@ -174,6 +174,8 @@ pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Resul
         objectives: objectives.to_vec(),
         lattice_size: ev.lattice().size_exact(),
         evaluations: cache.evaluations(),
+        implied: cache.implied(),
+        probes: cache.probes(),
         front: archive.points(),
     })
 }

@@ -47,8 +47,14 @@ pub struct SearchResult {
     pub objectives: Vec<Objective>,
     /// Nodes in the lattice.
     pub lattice_size: u128,
-    /// Unique nodes evaluated.
+    /// Unique nodes evaluated (implied ones included).
     pub evaluations: usize,
+    /// Of those, nodes whose objectives followed from a coarser node's singleton tuples, with
+    /// nothing computed from the data ([`crate::indices::SingletonIndices`]).
+    pub implied: usize,
+    /// Coarser nodes evaluated only to look for singleton tuples that imply generated ones (not
+    /// counted in `evaluations`).
+    pub probes: usize,
     /// The minimal PBGs found (the exact front, or the archive).
     pub front: Vec<Point>,
 }
@@ -72,6 +78,8 @@ pub fn exhaustive(ev: &Evaluator, objectives: &[Objective]) -> Result<SearchResu
         objectives: objectives.to_vec(),
         lattice_size: ev.lattice().size_exact(),
         evaluations: all.len(),
+        implied: 0,
+        probes: 0,
         front: pareto_front(points, objectives),
     })
 }
