@@ -716,7 +716,7 @@ async fn the_statistics_aggregate_equals_a_group_by() {
         assert_eq!(fast.tuples, slow.tuples);
         assert!(fast.len() > 100);
         for (a, b) in fast.columns.iter().zip(&slow.columns) {
-            assert_eq!(a.values, b.values);
+            assert_eq!(a, b);
         }
         assert_eq!(fast.ids, slow.ids);
         assert_eq!(fast.weights, slow.weights);

@@ -118,11 +118,11 @@ impl Accumulator {
         }
     }
 
-    fn add_combo(&mut self, ids: Vec<u32>, count: u64) {
+    fn add_combo(&mut self, ids: &[u32], count: u64) {
         match &mut self.wide {
-            Some(map) => map.add(&ids, count),
+            Some(map) => map.add(ids, count),
             None => {
-                let key = self.pack(&ids);
+                let key = self.pack(ids);
                 self.packed.add(key, count);
             }
         }
@@ -221,30 +221,37 @@ impl Accumulator {
             .collect();
         self.fit();
         self.rows += other.rows;
-        for (ids, count) in other.into_combos() {
-            let ids = ids.iter().zip(&maps).map(|(&i, m)| m[i as usize]).collect();
-            self.add_combo(ids, count);
+        let (columns, counts) = other.into_columns();
+        let mut ids = vec![0u32; columns.len()];
+        for (i, &count) in counts.iter().enumerate() {
+            for ((id, column), map) in ids.iter_mut().zip(&columns).zip(&maps) {
+                *id = map[column[i] as usize];
+            }
+            self.add_combo(&ids, count);
         }
         self
     }
 
-    /// The distinct combinations with their counts.
-    pub(crate) fn into_combos(self) -> Vec<(Vec<u32>, u64)> {
+    /// The distinct combinations column by column (`ids[c][i]` is column `c`'s id in combination
+    /// `i`), with their counts: flat, not one allocation per combination.
+    pub(crate) fn into_columns(self) -> (Vec<Vec<u32>>, Vec<u64>) {
         match self.wide {
-            Some(map) => map.into_combos(),
+            Some(map) => map.into_columns(),
             None => {
                 let cells = self.packed.into_pairs();
-                let mut out = Vec::with_capacity(cells.len());
-                for (k, c) in cells {
-                    let ids = self
-                        .bits
-                        .iter()
-                        .zip(&self.shifts)
-                        .map(|(&b, &s)| ((k >> s) & ((1u64 << b) - 1)) as u32)
-                        .collect();
-                    out.push((ids, c));
-                }
-                out
+                let ids = self
+                    .bits
+                    .iter()
+                    .zip(&self.shifts)
+                    .map(|(&b, &s)| {
+                        let mask = (1u64 << b) - 1;
+                        cells
+                            .iter()
+                            .map(|&(k, _)| ((k >> s) & mask) as u32)
+                            .collect()
+                    })
+                    .collect::<Vec<Vec<u32>>>();
+                (ids, cells.into_iter().map(|(_, c)| c).collect())
             }
         }
     }
@@ -323,12 +330,11 @@ impl WideCounter {
         }
     }
 
-    fn into_combos(self) -> Vec<(Vec<u32>, u64)> {
-        let w = self.width.max(1);
-        self.ids
-            .chunks_exact(w)
-            .map(<[u32]>::to_vec)
-            .zip(self.counts)
-            .collect()
+    fn into_columns(self) -> (Vec<Vec<u32>>, Vec<u64>) {
+        let w = self.width;
+        let ids = (0..w)
+            .map(|c| self.ids.iter().skip(c).step_by(w).copied().collect())
+            .collect();
+        (ids, self.counts)
     }
 }

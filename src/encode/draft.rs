@@ -13,7 +13,7 @@ use arrow::datatypes::Int64Type;
 use datafusion::functions_aggregate::expr_fn::{approx_distinct, count};
 use datafusion::prelude::{SessionContext, lit};
 
-use super::hierarchy::{Hierarchy, HierarchySpec, LossModel};
+use super::hierarchy::{Hierarchy, HierarchySpec};
 use crate::encode::text_column;
 use crate::error::{PbgError, Result};
 use crate::input::{self, Input, df_error};
@@ -313,7 +313,7 @@ fn categorical(name: &str, values: &[(String, u64)]) -> Result<Hierarchy> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    Hierarchy::from_rows(name, "drafted groups", &rows, LossModel::LeafCount)
+    Hierarchy::from_rows(name, "drafted groups", &rows)
 }
 
 /// A group's label: its values joined by `|`, shortened to the first and a count when long.

@@ -119,28 +119,6 @@ impl ColumnValues {
     pub fn get(&self, value: &str) -> Option<u32> {
         self.index.get(value).copied()
     }
-
-    /// Renumbers the values in text order (so that results never depend on the order in which
-    /// partitions delivered them); returns old id → new id.
-    fn sort(&mut self) -> Vec<u32> {
-        let mut order: Vec<u32> = (0..self.values.len() as u32).collect();
-        order.sort_by(|&a, &b| self.values[a as usize].cmp(&self.values[b as usize]));
-        let mut remap = vec![0u32; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            remap[old as usize] = new as u32;
-        }
-        self.values = order
-            .iter()
-            .map(|&o| std::mem::take(&mut self.values[o as usize]))
-            .collect();
-        self.index = self
-            .values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.clone(), i as u32))
-            .collect();
-        remap
-    }
 }
 
 /// One column to encode, with the text that stands for null (else a null is an error with `null_hint`).
@@ -158,8 +136,8 @@ pub struct CountColumn {
 /// their counts. Ids per column index the column's distinct text forms, in text order.
 #[derive(Debug, Clone, Default)]
 pub struct Combinations {
-    /// Distinct values per column.
-    pub columns: Vec<ColumnValues>,
+    /// Per column, the text form of each id (distinct, in text order).
+    pub columns: Vec<Vec<String>>,
     /// Per column, the id of every item.
     pub ids: Vec<Vec<u32>>,
     /// Tuples per item; `None`: one each (rows).
@@ -232,18 +210,10 @@ impl Combinations {
     }
 
     /// The distinct combinations an [`accumulate::Accumulator`] counted.
-    pub(crate) fn from_accumulator(acc: accumulate::Accumulator) -> Self {
-        let n = acc.columns.len();
-        let columns = acc.columns.clone();
-        let combos = acc.into_combos();
-        let mut ids: Vec<Vec<u32>> = vec![Vec::with_capacity(combos.len()); n];
-        let mut weights = Vec::with_capacity(combos.len());
-        for (key, w) in combos {
-            for (c, id) in ids.iter_mut().zip(key) {
-                c.push(id);
-            }
-            weights.push(w);
-        }
+    pub(crate) fn from_accumulator(mut acc: accumulate::Accumulator) -> Self {
+        let columns = std::mem::take(&mut acc.columns);
+        let (ids, weights) = acc.into_columns();
+        debug_assert_eq!(ids.len(), columns.len());
         Combinations::normalize(columns, ids, Some(weights))
     }
 
@@ -251,28 +221,36 @@ impl Combinations {
     /// whose text forms coincide and sorts them: the same result whatever order the values and
     /// partitions came in.
     fn normalize(
-        mut columns: Vec<ColumnValues>,
+        columns: Vec<ColumnValues>,
         mut ids: Vec<Vec<u32>>,
         weights: Option<Vec<u64>>,
     ) -> Self {
-        for (values, out) in columns.iter_mut().zip(ids.iter_mut()) {
-            let mut used = vec![false; values.values.len()];
-            for &i in out.iter() {
-                used[i as usize] = true;
-            }
-            let mut kept = ColumnValues::default();
-            let mut first: Vec<u32> = vec![u32::MAX; used.len()];
-            for (i, v) in values.values.iter().enumerate() {
-                if used[i] {
-                    first[i] = kept.id(v);
+        let columns: Vec<Vec<String>> = columns
+            .into_iter()
+            .zip(ids.iter_mut())
+            .map(|(values, out)| {
+                let mut values = values.values;
+                let mut used = vec![false; values.len()];
+                for &i in out.iter() {
+                    used[i as usize] = true;
                 }
-            }
-            let remap = kept.sort();
-            for i in out.iter_mut() {
-                *i = remap[first[*i as usize] as usize];
-            }
-            *values = kept;
-        }
+                // Values are distinct: sorting the used ones by text gives their new ids.
+                let mut kept: Vec<u32> = (0..values.len() as u32)
+                    .filter(|&i| used[i as usize])
+                    .collect();
+                kept.par_sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+                let mut remap = vec![u32::MAX; values.len()];
+                for (new, &old) in kept.iter().enumerate() {
+                    remap[old as usize] = new as u32;
+                }
+                for i in out.iter_mut() {
+                    *i = remap[*i as usize];
+                }
+                kept.iter()
+                    .map(|&o| std::mem::take(&mut values[o as usize]))
+                    .collect()
+            })
+            .collect();
         let n = ids.first().map_or(0, Vec::len);
         let Some(weights) = weights else {
             return Combinations {
@@ -287,7 +265,7 @@ impl Combinations {
         // on it compare the other columns.
         let mut widths: Vec<u32> = Vec::new();
         for values in &columns {
-            let b = crate::classes::key::bits_for(values.values.len());
+            let b = crate::classes::key::bits_for(values.len());
             if widths.iter().sum::<u32>() + b > u128::BITS {
                 break;
             }
@@ -478,7 +456,7 @@ impl Dataset {
         let mut qis = Vec::with_capacity(profile.qis.len());
         for (d, q) in profile.qis.iter().enumerate() {
             let col = &columns[d];
-            let values: Vec<(String, usize)> = col.values.iter().map(|v| (v.clone(), 0)).collect();
+            let values: Vec<(String, usize)> = col.iter().map(|v| (v.clone(), 0)).collect();
             let hierarchy = Arc::new(q.hierarchy.build(&q.name, &values)?);
             let mut leaf_of_id = Vec::with_capacity(values.len());
             for (v, _) in &values {
@@ -509,14 +487,14 @@ impl Dataset {
         }
         let attribute = |i: usize, name: &str| -> Result<EncodedAttribute> {
             let codes = UInt32Array::from(ids[i].clone());
-            let mut totals = vec![0u64; columns[i].values.len()];
+            let mut totals = vec![0u64; columns[i].len()];
             for (r, &c) in codes.values().iter().enumerate() {
                 totals[c as usize] += weight(r);
             }
             Ok(EncodedAttribute {
                 name: name.to_string(),
                 column: schema.index_of(name)?,
-                labels: columns[i].values.clone(),
+                labels: columns[i].clone(),
                 codes,
                 counts: totals,
             })

@@ -936,7 +936,6 @@ thread_local! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hierarchy::LossModel;
 
     /// The diseases of Li, Li & Venkatasubramanian (ICDE 2007), Figure 1: leaves, then the
     /// groups at levels 1, 2 and 3 (height 3).
@@ -956,7 +955,7 @@ mod tests {
         .iter()
         .map(|(a, b, c)| vec![a.to_string(), b.to_string(), c.to_string(), "*".to_string()])
         .collect();
-        Hierarchy::from_rows("disease", "ICDE 2007", &rows, LossModel::LeafCount).unwrap()
+        Hierarchy::from_rows("disease", "ICDE 2007", &rows).unwrap()
     }
 
     /// The nine records of the paper's Table 3: (salary in k, disease).

@@ -124,7 +124,7 @@ fn check_columns(
 /// Per QI, the levels whose labels include every value seen (the given level only, when given).
 fn candidate_levels(
     dataset: &Dataset,
-    seen: &[crate::encode::ColumnValues],
+    seen: &[Vec<String>],
     node: Option<&[u8]>,
     fail: &dyn Fn(String) -> PbgError,
 ) -> Result<Vec<Vec<u8>>> {
@@ -133,7 +133,7 @@ fn candidate_levels(
         let h = &q.hierarchy;
         let fits = |l: u8| {
             let labels: HashSet<&str> = h.level(l).labels.iter().map(String::as_str).collect();
-            seen[d].values.iter().find(|v| !labels.contains(v.as_str()))
+            seen[d].iter().find(|v| !labels.contains(v.as_str()))
         };
         match node {
             Some(n) => {
@@ -151,7 +151,7 @@ fn candidate_levels(
                     return Err(fail(format!(
                         "column `{}` mixes levels or holds values that are no label of its hierarchy: no level has all of its {} distinct values",
                         q.name,
-                        seen[d].values.len()
+                        seen[d].len()
                     )));
                 }
                 out.push(levels);
@@ -177,7 +177,7 @@ fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseChec
             .collect();
         let mut losses = Vec::new();
         let mut groups = Vec::new();
-        for v in &counts.columns[d].values {
+        for v in &counts.columns[d] {
             let g = index[v.as_str()];
             losses.push(level.loss[g]);
             groups.push(g as u32);
@@ -204,11 +204,7 @@ fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseChec
             .or_default()
             .entry(sens)
             .or_default() += count;
-        cells.push((
-            groups,
-            counts.columns[q].values[sens as usize].clone(),
-            count,
-        ));
+        cells.push((groups, counts.columns[q][sens as usize].clone(), count));
     }
     // Cells of equal labels (a label reached from two spellings) add up.
     cells.sort();
@@ -233,7 +229,7 @@ fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseChec
         let cells: Option<Vec<(u32, u64)>> = hist
             .iter()
             .map(|(&v, &c)| {
-                let text = counts.columns[q].values[v as usize].as_str();
+                let text = counts.columns[q][v as usize].as_str();
                 dataset.sensitive.code_of(text).map(|x| (x, c))
             })
             .collect();

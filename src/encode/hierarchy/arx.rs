@@ -9,7 +9,7 @@ use arrow::array::{Array, AsArray};
 use arrow::csv::ReaderBuilder;
 use arrow::datatypes::{DataType, Field, Schema};
 
-use super::{Hierarchy, LossModel};
+use super::Hierarchy;
 use crate::error::{PbgError, Result};
 
 /// Occurrences of `delimiter` outside `"`-quoted fields in one line.
@@ -97,5 +97,5 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
             rows.push(row);
         }
     }
-    Hierarchy::from_rows(column, &source, &rows, LossModel::LeafCount)
+    Hierarchy::from_rows(column, &source, &rows)
 }

@@ -1,6 +1,6 @@
 //! Date hierarchies over `YYYY-MM-DD` text forms (Arrow dates and timestamps print so).
 
-use super::{Hierarchy, LossModel};
+use super::Hierarchy;
 use crate::error::{PbgError, Result};
 
 fn is_date(v: &str) -> bool {
@@ -59,5 +59,5 @@ pub(super) fn build(
         rows.push(r);
     }
     rows.sort();
-    Hierarchy::from_rows(column, "date hierarchy", &rows, LossModel::LeafCount)
+    Hierarchy::from_rows(column, "date hierarchy", &rows)
 }

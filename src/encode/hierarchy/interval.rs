@@ -1,8 +1,6 @@
 //! Numeric interval hierarchies built over the values found in the data.
 
-use crate::encode::TextMap;
-
-use super::{Hierarchy, LossModel};
+use super::{Hierarchy, LevelCodes, LossModel};
 use crate::error::{PbgError, Result};
 
 /// Formats a bound without a trailing `.0` for whole numbers.
@@ -72,15 +70,17 @@ pub(super) fn build(
     leaves.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (min, max) = (leaves[0].0, leaves[leaves.len() - 1].0);
     let n_levels = widths.len().max(cuts.len());
-    let mut bounds: Vec<TextMap<String, (f64, f64)>> = vec![TextMap::default(); n_levels + 2];
-    let mut rows = Vec::with_capacity(leaves.len());
+    // Per level above the leaves, each leaf's bin (codes in order of appearance) and each bin's
+    // label and bounds; the top level last.
+    let mut above: Vec<LevelCodes> = vec![LevelCodes::default(); n_levels + 1];
+    let mut bounds: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n_levels + 2];
+    let mut names = Vec::with_capacity(leaves.len());
     // Leaves ascend, so a level's bin changes only between neighbours: each bin's label is
     // formatted, and its bounds recorded, once.
-    let mut last: Vec<Option<(f64, String)>> = vec![None; n_levels];
+    let mut last: Vec<Option<f64>> = vec![None; n_levels];
     for &(v, text) in &leaves {
-        let mut row = Vec::with_capacity(n_levels + 2);
-        row.push(text.to_string());
-        bounds[0].insert(text.to_string(), (v, v));
+        names.push(text.to_string());
+        bounds[0].push((v, v));
         for l in 0..n_levels {
             // The bin's lower bound identifies it (cut levels: the cut below, or -inf).
             let key = if !widths.is_empty() {
@@ -91,31 +91,30 @@ pub(super) fn build(
                     .rposition(|&x| v >= x)
                     .map_or(f64::NEG_INFINITY, |i| cuts[l][i])
             };
-            if let Some((k, label)) = &last[l]
-                && *k == key
-            {
-                row.push(label.clone());
-                continue;
+            let level = &mut above[l];
+            if last[l] != Some(key) {
+                let (label, lo, hi) = if !widths.is_empty() {
+                    let w = widths[l];
+                    (format!("[{},{})", num(key), num(key + w)), key, key + w)
+                } else {
+                    let c = &cuts[l];
+                    match c.iter().position(|&x| v < x) {
+                        Some(0) => (format!("<{}", num(c[0])), min, c[0]),
+                        Some(i) => (format!("[{},{})", num(c[i - 1]), num(c[i])), c[i - 1], c[i]),
+                        None if c.is_empty() => ("*".to_string(), min, max),
+                        None => (format!(">={}", num(c[c.len() - 1])), c[c.len() - 1], max),
+                    }
+                };
+                level.labels.push(label);
+                bounds[l + 1].push((lo, hi));
+                last[l] = Some(key);
             }
-            let (label, lo, hi) = if !widths.is_empty() {
-                let w = widths[l];
-                (format!("[{},{})", num(key), num(key + w)), key, key + w)
-            } else {
-                let c = &cuts[l];
-                match c.iter().position(|&x| v < x) {
-                    Some(0) => (format!("<{}", num(c[0])), min, c[0]),
-                    Some(i) => (format!("[{},{})", num(c[i - 1]), num(c[i])), c[i - 1], c[i]),
-                    None if c.is_empty() => ("*".to_string(), min, max),
-                    None => (format!(">={}", num(c[c.len() - 1])), c[c.len() - 1], max),
-                }
-            };
-            bounds[l + 1].insert(label.clone(), (lo, hi));
-            row.push(label.clone());
-            last[l] = Some((key, label));
+            level.group_of_leaf.push(level.labels.len() as u32 - 1);
         }
-        row.push("*".to_string());
-        rows.push(row);
     }
-    bounds[n_levels + 1].insert("*".to_string(), (min, max));
-    Hierarchy::from_rows(column, source, &rows, LossModel::Range(&bounds))
+    let top = &mut above[n_levels];
+    top.labels.push("*".to_string());
+    top.group_of_leaf = vec![0; leaves.len()];
+    bounds[n_levels + 1].push((min, max));
+    Hierarchy::from_levels(column, source, names, above, LossModel::Range(&bounds))
 }

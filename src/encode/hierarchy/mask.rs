@@ -1,6 +1,6 @@
 //! Masking of trailing characters (zip codes, phone prefixes, ...).
 
-use super::{Hierarchy, LossModel, MAX_LEVELS};
+use super::{Hierarchy, MAX_LEVELS};
 use crate::error::{PbgError, Result};
 
 fn masked(value: &str, n: usize, mask: char) -> String {
@@ -61,5 +61,5 @@ pub(super) fn build(
             r.push("*".to_string());
         }
     }
-    Hierarchy::from_rows(column, "mask hierarchy", &rows, LossModel::LeafCount)
+    Hierarchy::from_rows(column, "mask hierarchy", &rows)
 }

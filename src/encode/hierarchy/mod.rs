@@ -53,19 +53,22 @@ pub struct Hierarchy {
 pub(crate) enum LossModel<'a> {
     /// (M − 1) / (|A| − 1) over the hierarchy's leaves.
     LeafCount,
-    /// (U − L) / (max − min) over numeric bounds of each group: one `(L, U)` per label per level
-    /// (same shape as the rows' levels), clamped to the leaves' range.
-    Range(&'a [TextMap<String, (f64, f64)>]),
+    /// (U − L) / (max − min) over numeric bounds of each group: one `(L, U)` per group code per
+    /// level (the codes of the [`LevelCodes`] given), clamped to the leaves' range.
+    Range(&'a [Vec<(f64, f64)>]),
+}
+
+/// One level of a hierarchy given by codes: every leaf's group (in leaf order) and every
+/// group's label. Equal labels must have equal codes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LevelCodes {
+    pub(crate) labels: Vec<String>,
+    pub(crate) group_of_leaf: Vec<u32>,
 }
 
 impl Hierarchy {
-    /// Builds and validates a hierarchy from rows `leaf, level1, ..., top`.
-    pub(crate) fn from_rows(
-        column: &str,
-        source: &str,
-        rows: &[Vec<String>],
-        loss: LossModel<'_>,
-    ) -> Result<Self> {
+    /// Builds and validates a hierarchy from rows `leaf, level1, ..., top` (losses by leaf count).
+    pub(crate) fn from_rows(column: &str, source: &str, rows: &[Vec<String>]) -> Result<Self> {
         let err = |message: String| PbgError::Hierarchy {
             column: column.to_string(),
             source_name: source.to_string(),
@@ -73,6 +76,55 @@ impl Hierarchy {
         };
         let first = rows.first().ok_or_else(|| err("it has no rows".into()))?;
         let width = first.len();
+        if let Some(r) = rows.iter().position(|row| row.len() != width) {
+            return Err(err(format!(
+                "row {} (leaf `{}`) has {} levels but row 1 has {width}",
+                r + 1,
+                rows[r].first().map(String::as_str).unwrap_or(""),
+                rows[r].len()
+            )));
+        }
+        let leaves: Vec<String> = rows
+            .iter()
+            .map(|r| r.first().cloned().unwrap_or_default())
+            .collect();
+        let levels = (1..width)
+            .map(|l| {
+                let mut codes: TextMap<&str, u32> = TextMap::default();
+                let mut level = LevelCodes::default();
+                for row in rows {
+                    let label = row[l].as_str();
+                    let code = *codes.entry(label).or_insert_with(|| {
+                        level.labels.push(label.to_string());
+                        (level.labels.len() - 1) as u32
+                    });
+                    level.group_of_leaf.push(code);
+                }
+                level
+            })
+            .collect();
+        Self::from_levels(column, source, leaves, levels, LossModel::LeafCount)
+    }
+
+    /// Builds and validates a hierarchy from its leaves (in the order given: a leaf's position
+    /// is its row in messages and its [`Self::file_rank`]) and its levels above them, the last
+    /// being the top: at least one level, unique leaves, nested levels, a single top group.
+    pub(crate) fn from_levels(
+        column: &str,
+        source: &str,
+        mut leaves: Vec<String>,
+        mut above: Vec<LevelCodes>,
+        loss: LossModel<'_>,
+    ) -> Result<Self> {
+        let err = |message: String| PbgError::Hierarchy {
+            column: column.to_string(),
+            source_name: source.to_string(),
+            message,
+        };
+        if leaves.is_empty() {
+            return Err(err("it has no rows".into()));
+        }
+        let width = above.len() + 1;
         if width < 2 {
             return Err(err(format!(
                 "it has {width} level; a hierarchy needs at least 2 (the leaves and a top group such as *)"
@@ -84,45 +136,61 @@ impl Hierarchy {
                 "it has {width} levels; pbg supports at most {MAX_LEVELS} (leaves + 255 generalizations)"
             )));
         }
-        let mut leaf_index = TextMap::with_capacity_and_hasher(rows.len(), Default::default());
-        for (r, row) in rows.iter().enumerate() {
-            if row.len() != width {
-                return Err(err(format!(
-                    "row {} (leaf `{}`) has {} levels but row 1 has {width}",
-                    r + 1,
-                    row.first().map(String::as_str).unwrap_or(""),
-                    row.len()
-                )));
-            }
-            if leaf_index.insert(row[0].clone(), r as u32).is_some() {
-                return Err(err(format!(
-                    "leaf `{}` appears twice (again at row {})",
-                    row[0],
-                    r + 1
-                )));
+        let n_leaves = leaves.len();
+        {
+            let mut seen: TextMap<&str, u32> =
+                TextMap::with_capacity_and_hasher(n_leaves, Default::default());
+            for (r, leaf) in leaves.iter().enumerate() {
+                if seen.insert(leaf.as_str(), r as u32).is_some() {
+                    return Err(err(format!(
+                        "leaf `{leaf}` appears twice (again at row {})",
+                        r + 1
+                    )));
+                }
             }
         }
-        let leaves: Vec<String> = rows.iter().map(|r| r[0].clone()).collect();
-        let n_leaves = leaves.len();
+        let mut bounds: Option<Vec<Vec<(f64, f64)>>> = match loss {
+            LossModel::Range(b) => Some(b.to_vec()),
+            LossModel::LeafCount => None,
+        };
+        // Group codes in order of first appearance (as rows give them), bounds following.
+        let identity: Vec<u32> = (0..n_leaves as u32).collect();
+        reorder_levels(&mut above, bounds.as_mut(), &identity, false);
+        // Canonical leaf order: leaves sorted by their groups from the top down, so that group
+        // codes (first appearance) make every `up` map monotone. Roll-ups rely on it to keep cell
+        // tables sorted with local merges instead of a full sort.
+        let mut order = identity;
+        let inner = &above[..width - 2];
+        let key = |r: usize| inner.iter().rev().map(move |lv| lv.group_of_leaf[r]);
+        if (1..n_leaves).any(|i| key(i - 1).cmp(key(i)).is_gt()) {
+            order.sort_by(|&a, &b| key(a as usize).cmp(key(b as usize)));
+            leaves = order
+                .iter()
+                .map(|&r| std::mem::take(&mut leaves[r as usize]))
+                .collect();
+            reorder_levels(&mut above, bounds.as_mut(), &order, true);
+        }
+        let leaf_index: TextMap<String, u32> = leaves
+            .iter()
+            .enumerate()
+            .map(|(i, leaf)| (leaf.clone(), i as u32))
+            .collect();
         let mut levels: Vec<Level> = Vec::with_capacity(width);
-        for l in 0..width {
-            let mut codes: TextMap<&str, u32> = TextMap::default();
-            let mut labels = Vec::new();
-            let mut group_of_leaf = Vec::with_capacity(n_leaves);
-            let mut leaves_in_group: Vec<u32> = Vec::new();
-            for row in rows {
-                let label = row[l].as_str();
-                let code = *codes.entry(label).or_insert_with(|| {
-                    labels.push(label.to_string());
-                    leaves_in_group.push(0);
-                    (labels.len() - 1) as u32
-                });
-                leaves_in_group[code as usize] += 1;
-                group_of_leaf.push(code);
+        levels.push(Level {
+            group_of_leaf: (0..n_leaves as u32).collect(),
+            labels: leaves.clone(),
+            leaves_in_group: vec![1; n_leaves],
+            loss: Vec::new(),
+            up: Vec::new(),
+        });
+        for level in above {
+            let mut leaves_in_group = vec![0u32; level.labels.len()];
+            for &g in &level.group_of_leaf {
+                leaves_in_group[g as usize] += 1;
             }
             levels.push(Level {
-                group_of_leaf,
-                labels,
+                group_of_leaf: level.group_of_leaf,
+                labels: level.labels,
                 leaves_in_group,
                 loss: Vec::new(),
                 up: Vec::new(),
@@ -154,25 +222,6 @@ impl Hierarchy {
             }
             levels[l].up = up;
         }
-        // Canonical leaf order: rows sorted by their groups from the top down, so that group codes
-        // (first appearance) make every `up` map monotone. Roll-ups rely on it to keep cell tables
-        // sorted with local merges instead of a full sort.
-        let mut order: Vec<usize> = (0..n_leaves).collect();
-        let inner = &levels[1..width - 1];
-        order.sort_by(|&a, &b| {
-            let ka = inner.iter().rev().map(|lv| lv.group_of_leaf[a]);
-            ka.cmp(inner.iter().rev().map(|lv| lv.group_of_leaf[b]))
-        });
-        if order.iter().enumerate().any(|(i, &r)| i != r) {
-            let sorted: Vec<Vec<String>> = order.iter().map(|&r| rows[r].clone()).collect();
-            let mut h = Self::from_rows(column, source, &sorted, loss)?;
-            for (r, row) in rows.iter().enumerate() {
-                if let Some(code) = h.leaf_code(&row[0]) {
-                    h.file_rank[code as usize] = r as u32;
-                }
-            }
-            return Ok(h);
-        }
         let top = &levels[width - 1];
         if top.labels.len() != 1 {
             return Err(err(format!(
@@ -184,8 +233,8 @@ impl Hierarchy {
             )));
         }
         for (l, level) in levels.iter_mut().enumerate() {
-            level.loss = match loss {
-                LossModel::LeafCount => level
+            level.loss = match &bounds {
+                None => level
                     .leaves_in_group
                     .iter()
                     .map(|&m| {
@@ -196,7 +245,7 @@ impl Hierarchy {
                         }
                     })
                     .collect(),
-                LossModel::Range(bounds) => range_losses(&level.labels, &bounds[l], &bounds[0], l)?,
+                Some(b) => range_losses(level.labels.len(), &b[l], &b[0], l),
             };
         }
         Ok(Hierarchy {
@@ -205,7 +254,7 @@ impl Hierarchy {
             leaves,
             leaf_index,
             levels,
-            file_rank: (0..n_leaves as u32).collect(),
+            file_rank: order,
         })
     }
 
@@ -288,33 +337,147 @@ pub struct HierarchyRows {
 impl HierarchyRows {
     /// Rebuilds the hierarchy.
     pub fn build(&self) -> Result<Hierarchy> {
-        Hierarchy::from_rows(&self.column, &self.source, &self.rows, LossModel::LeafCount)
+        Hierarchy::from_rows(&self.column, &self.source, &self.rows)
     }
 }
 
 /// (U − L) / (max − min), bounds clamped to the leaves' range; leaves themselves lose nothing.
 fn range_losses(
-    labels: &[String],
-    bounds: &TextMap<String, (f64, f64)>,
-    leaf_bounds: &TextMap<String, (f64, f64)>,
+    groups: usize,
+    bounds: &[(f64, f64)],
+    leaf_bounds: &[(f64, f64)],
     level: usize,
-) -> Result<Vec<f64>> {
+) -> Vec<f64> {
     let (min, max) = leaf_bounds
-        .values()
+        .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &(lo, hi)| {
             (a.min(lo), b.max(hi))
         });
     let span = max - min;
-    Ok(labels
-        .iter()
-        .map(|label| {
+    (0..groups)
+        .map(|g| {
             if level == 0 || span <= 0.0 {
                 return 0.0;
             }
-            match bounds.get(label) {
+            match bounds.get(g) {
                 Some(&(lo, hi)) => ((hi.min(max) - lo.max(min)) / span).clamp(0.0, 1.0),
                 None => 1.0,
             }
         })
-        .collect())
+        .collect()
+}
+
+/// Whether codes appear in order 0, 1, 2, ... (each new code one above the largest so far).
+fn first_appearance(codes: &[u32]) -> bool {
+    let mut next = 0u32;
+    codes.iter().all(|&c| {
+        if c == next {
+            next += 1;
+        }
+        c < next
+    })
+}
+
+/// Applies [`LevelCodes::reorder`] to every level (only to those whose codes are out of order of
+/// appearance unless `all`), with each level's bounds, and the leaves' bounds when `all`.
+fn reorder_levels(
+    above: &mut [LevelCodes],
+    mut bounds: Option<&mut Vec<Vec<(f64, f64)>>>,
+    order: &[u32],
+    all: bool,
+) {
+    for (l, level) in above.iter_mut().enumerate() {
+        if !all && first_appearance(&level.group_of_leaf) {
+            continue;
+        }
+        let renumber = level.reorder(order);
+        if let Some(b) = bounds.as_deref_mut() {
+            let old = std::mem::take(&mut b[l + 1]);
+            b[l + 1] = renumber.iter().map(|&c| old[c as usize]).collect();
+        }
+    }
+    if let Some(b) = bounds.filter(|_| all) {
+        let old = std::mem::take(&mut b[0]);
+        b[0] = order.iter().map(|&r| old[r as usize]).collect();
+    }
+}
+
+impl LevelCodes {
+    /// Reorders the leaves to `order` (new position → old) and renumbers the groups by first
+    /// appearance; returns new code → old code.
+    fn reorder(&mut self, order: &[u32]) -> Vec<u32> {
+        let mut new_of_old = vec![u32::MAX; self.labels.len()];
+        let mut old_of_new = Vec::with_capacity(self.labels.len());
+        self.group_of_leaf = order
+            .iter()
+            .map(|&r| {
+                let old = self.group_of_leaf[r as usize];
+                let slot = &mut new_of_old[old as usize];
+                if *slot == u32::MAX {
+                    *slot = old_of_new.len() as u32;
+                    old_of_new.push(old);
+                }
+                *slot
+            })
+            .collect();
+        self.labels = old_of_new
+            .iter()
+            .map(|&o| std::mem::take(&mut self.labels[o as usize]))
+            .collect();
+        old_of_new
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Levels given out of canonical order (and codes not in order of appearance) are sorted with
+    /// their bounds: the same leaves, groups and file ranks as from rows, losses by range.
+    #[test]
+    fn levels_out_of_order_are_sorted_with_their_bounds() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let leaves = s(&["a", "b", "c", "d"]);
+        let above = vec![
+            LevelCodes {
+                labels: s(&["y", "x"]),
+                group_of_leaf: vec![1, 0, 1, 0],
+            },
+            LevelCodes {
+                labels: s(&["*"]),
+                group_of_leaf: vec![0; 4],
+            },
+        ];
+        // Leaf values 1..4; x spans [1, 3], y [2, 3]; the top the whole range.
+        let bounds = vec![
+            vec![(1.0, 1.0), (2.0, 2.0), (3.0, 3.0), (4.0, 4.0)],
+            vec![(2.0, 3.0), (1.0, 3.0)],
+            vec![(1.0, 4.0)],
+        ];
+        let h =
+            Hierarchy::from_levels("q", "test", leaves, above, LossModel::Range(&bounds)).unwrap();
+        assert_eq!(h.leaves(), &s(&["a", "c", "b", "d"])[..]);
+        assert_eq!(
+            (0..4).map(|l| h.file_rank(l)).collect::<Vec<_>>(),
+            [0, 2, 1, 3]
+        );
+        let level = h.level(1);
+        assert_eq!(level.labels, s(&["x", "y"]));
+        assert_eq!(level.group_of_leaf, [0, 0, 1, 1]);
+        assert_eq!(level.loss, [2.0 / 3.0, 1.0 / 3.0]);
+        assert_eq!(h.level(2).loss, [1.0]);
+        assert_eq!(h.leaf_code("b"), Some(2));
+        let rows: Vec<Vec<String>> = ["a;x", "b;y", "c;x", "d;y"]
+            .iter()
+            .map(|r| r.split(';').map(String::from).chain(["*".into()]).collect())
+            .collect();
+        let r = Hierarchy::from_rows("q", "test", &rows).unwrap();
+        assert_eq!(r.leaves(), h.leaves());
+        for l in 0..3 {
+            assert_eq!(r.level(l).labels, h.level(l).labels);
+            assert_eq!(r.level(l).group_of_leaf, h.level(l).group_of_leaf);
+            assert_eq!(r.level(l).up, h.level(l).up);
+        }
+        assert_eq!(r.level(1).loss, [1.0 / 3.0, 1.0 / 3.0]);
+    }
 }

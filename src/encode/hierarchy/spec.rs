@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Hierarchy, LossModel, arx, date, interval, mask};
+use super::{Hierarchy, arx, date, interval, mask};
 use crate::error::Result;
 
 /// A hierarchy as declared in a profile (`hierarchy = "file.csv"` or an inline table with `type`).
@@ -93,7 +93,7 @@ impl HierarchySpec {
         match self {
             HierarchySpec::Arx { path } => arx::load(column, path),
             HierarchySpec::Table { rows } => {
-                Hierarchy::from_rows(column, "inline table", rows, LossModel::LeafCount)
+                Hierarchy::from_rows(column, "inline table", rows)
             }
             HierarchySpec::Interval {
                 widths,
