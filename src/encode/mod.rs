@@ -238,7 +238,7 @@ impl Combinations {
                 let mut kept: Vec<u32> = (0..values.len() as u32)
                     .filter(|&i| used[i as usize])
                     .collect();
-                kept.par_sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+                kept.sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
                 let mut remap = vec![u32::MAX; values.len()];
                 for (new, &old) in kept.iter().enumerate() {
                     remap[old as usize] = new as u32;
