@@ -13,7 +13,12 @@ pub fn repo(path: &str) -> PathBuf {
 
 /// An evaluator for a profile shipped in `datasets/`.
 pub fn evaluator(profile: &str) -> Evaluator {
-    let p = Profile::from_toml_file(&repo(profile)).expect("profile loads");
+    evaluator_at(&repo(profile))
+}
+
+/// The evaluator of the profile at `path`.
+pub fn evaluator_at(path: &std::path::Path) -> Evaluator {
+    let p = Profile::from_toml_file(path).expect("profile loads");
     Evaluator::new(Arc::new(Dataset::load(&p).expect("dataset loads"))).expect("evaluator")
 }
 

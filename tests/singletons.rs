@@ -3,16 +3,14 @@
 //! its classes. Checked against full evaluations: the implied values, the probe that claims it
 //! (never without the classes showing it), the packed cover it is tried on, and PBG-EA's fronts.
 
-use std::sync::Arc;
-
 use pbg::indices::{INDICES, SingletonIndices};
 use pbg::objective::values;
 use pbg::search::{EaConfig, pbg_ea};
-use pbg::{Dataset, Evaluator, Objective, Profile};
+use pbg::{Evaluator, Objective};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
-use crate::common::{evaluator, pbg_json};
+use crate::common::{evaluator, evaluator_at, pbg_json};
 use crate::wide::generate;
 
 /// Whether `node` has more than η singleton tuples, from its full tables.
@@ -86,9 +84,7 @@ fn implied_indices_equal_full_evaluations_on_adult() {
 #[test]
 fn implied_indices_equal_full_evaluations_on_wide_data() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = generate(dir.path(), 10, 4000, 8);
-    let p = Profile::from_toml_file(&profile).unwrap();
-    let ev = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
+    let ev = evaluator_at(&generate(dir.path(), 10, 4000, 8));
     assert!(ev.class_keys().is_wide());
     let lattice = ev.lattice().clone();
     let heights = lattice.heights().to_vec();
@@ -116,9 +112,7 @@ fn implied_indices_equal_full_evaluations_on_wide_data() {
 #[test]
 fn ea_fronts_with_implied_nodes_match_full_evaluations() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = generate(dir.path(), 12, 6000, 9);
-    let p = Profile::from_toml_file(&profile).unwrap();
-    let wide = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
+    let wide = evaluator_at(&generate(dir.path(), 12, 6000, 9));
     let adult = evaluator("datasets/adult/adult.toml");
     for (ev, objectives) in [(&wide, "k,glm"), (&adult, "k,l,glm"), (&adult, "k,glm")] {
         let objectives =

@@ -2,16 +2,15 @@
 //! (first-row class keys), checked against the naive evaluator and by roll-ups, and released.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use pbg::{Dataset, Evaluator, Profile};
+use pbg::Evaluator;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
-use crate::common::{pbg, pbg_json};
+use crate::common::{evaluator_at, pbg, pbg_json};
 use crate::naive::{self, NaiveTable};
 
 /// `pbg generate wide` into `dir`: the profile's path.
@@ -92,9 +91,7 @@ fn hierarchy_rows(ev: &Evaluator) -> Vec<Vec<Vec<String>>> {
 fn wide_keys_agree_with_the_naive_evaluator() {
     let dir = tempfile::tempdir().unwrap();
     let qis = 10;
-    let profile = generate(dir.path(), qis, 1500, 5);
-    let p = Profile::from_toml_file(&profile).unwrap();
-    let ev = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
+    let ev = evaluator_at(&generate(dir.path(), qis, 1500, 5));
     assert!(
         ev.class_keys().is_wide(),
         "10 generated QIs should not pack"
@@ -221,8 +218,7 @@ fn no_qi_count_is_refused_for_its_bits() {
 fn a_hundred_qis_evaluate_and_pick() {
     let dir = tempfile::tempdir().unwrap();
     let profile = generate(dir.path(), 100, 200, 4);
-    let p = Profile::from_toml_file(&profile).unwrap();
-    let ev = Evaluator::new(Arc::new(Dataset::load(&p).unwrap())).unwrap();
+    let ev = evaluator_at(&profile);
     // The exact product, in base 10 by schoolbook multiplication of decimal digits.
     let mut digits: Vec<u32> = vec![1];
     for &h in ev.lattice().heights() {
