@@ -12,6 +12,11 @@ use crate::suppression::SuppressionRule;
 /// the rows, enough to show more than η of them at a node where most tuples are alone.
 const PROBE_PARTS: u64 = 8;
 
+/// Rows up to which a probe keeps every row's class key (8 bytes each, per node evaluated in
+/// parallel); larger datasets are not probed, so that memory stays bounded by the blocks of a
+/// direct evaluation (their nodes are still found singleton-rich by full evaluations).
+const PROBE_MAX_ROWS: usize = 1 << 22;
+
 impl Evaluator {
     /// Tuples alone in their class in a node's tables (before suppression).
     pub fn singleton_tuples(tables: &NodeTables) -> u64 {
@@ -59,13 +64,17 @@ impl Evaluator {
 
     /// Whether `node` provably has more than η singleton tuples (so that it and every node below
     /// it have their [`SingletonIndices`]), judged on one part of its classes: false means not
-    /// shown, and so does a node keyed by first rows. Costs one pass of key gathers.
+    /// shown, and so does a node keyed by first rows or a dataset of more than 2^22 rows (the
+    /// probe would hold every row's key). Costs one pass of key gathers.
     pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {
         self.lattice.check(node, &self.qi_names())?;
+        let ds = &self.dataset;
         let NodeKeys::Packed(layout) = self.keys.at(node) else {
             return Ok(false);
         };
-        let ds = &self.dataset;
+        if ds.num_rows() > PROBE_MAX_ROWS {
+            return Ok(false);
+        }
         let keys = row_class_keys(&ds.qis, node, &layout, ds.num_rows());
         Ok(self.proves_singleton_rich(&keys))
     }
@@ -74,10 +83,13 @@ impl Evaluator {
     /// (None: see [`Self::singleton_rich`]); otherwise the node's tables, from the same keys.
     pub fn tables_unless_singleton_rich(&self, node: &[u8]) -> Result<Option<NodeTables>> {
         self.lattice.check(node, &self.qi_names())?;
+        let ds = &self.dataset;
         let NodeKeys::Packed(layout) = self.keys.at(node) else {
             return self.tables(node).map(Some);
         };
-        let ds = &self.dataset;
+        if ds.num_rows() > PROBE_MAX_ROWS {
+            return self.tables(node).map(Some);
+        }
         let keys = row_class_keys(&ds.qis, node, &layout, ds.num_rows());
         if self.proves_singleton_rich(&keys) {
             return Ok(None);

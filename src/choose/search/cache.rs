@@ -153,6 +153,8 @@ impl<'a> EvaluationCache<'a> {
         if !self.indices.contains_key(&bottom) {
             let t = self.ev.tables(&bottom)?;
             let ix = self.ev.indices(&bottom, &t);
+            // Evaluated now for its tables, it counts once.
+            self.implied.remove(&bottom);
             self.note_singletons(&bottom, &ix, &t);
             self.indices.insert(bottom.clone(), ix);
             self.admit(bottom, t);

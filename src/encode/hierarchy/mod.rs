@@ -76,13 +76,26 @@ impl Hierarchy {
         };
         let first = rows.first().ok_or_else(|| err("it has no rows".into()))?;
         let width = first.len();
-        if let Some(r) = rows.iter().position(|row| row.len() != width) {
-            return Err(err(format!(
-                "row {} (leaf `{}`) has {} levels but row 1 has {width}",
-                r + 1,
-                rows[r].first().map(String::as_str).unwrap_or(""),
-                rows[r].len()
-            )));
+        check_width(width, &err)?;
+        // Row by row, as a reader meets them: a short row or a repeated leaf, whichever is first.
+        let mut seen: TextMap<&str, ()> =
+            TextMap::with_capacity_and_hasher(rows.len(), Default::default());
+        for (r, row) in rows.iter().enumerate() {
+            if row.len() != width {
+                return Err(err(format!(
+                    "row {} (leaf `{}`) has {} levels but row 1 has {width}",
+                    r + 1,
+                    row.first().map(String::as_str).unwrap_or(""),
+                    row.len()
+                )));
+            }
+            if seen.insert(row[0].as_str(), ()).is_some() {
+                return Err(err(format!(
+                    "leaf `{}` appears twice (again at row {})",
+                    row[0],
+                    r + 1
+                )));
+            }
         }
         let leaves: Vec<String> = rows
             .iter()
@@ -125,17 +138,7 @@ impl Hierarchy {
             return Err(err("it has no rows".into()));
         }
         let width = above.len() + 1;
-        if width < 2 {
-            return Err(err(format!(
-                "it has {width} level; a hierarchy needs at least 2 (the leaves and a top group such as *)"
-            )));
-        }
-        // Node levels are bytes: a hierarchy of more than 256 levels would be truncated.
-        if width > MAX_LEVELS {
-            return Err(err(format!(
-                "it has {width} levels; pbg supports at most {MAX_LEVELS} (leaves + 255 generalizations)"
-            )));
-        }
+        check_width(width, &err)?;
         let n_leaves = leaves.len();
         {
             let mut seen: TextMap<&str, u32> =
@@ -153,6 +156,40 @@ impl Hierarchy {
             LossModel::Range(b) => Some(b.to_vec()),
             LossModel::LeafCount => None,
         };
+        // Nesting, judged in the order given (so that messages name the rows as written).
+        for l in 0..width - 1 {
+            let lower = |leaf: usize| match l {
+                0 => leaf as u32,
+                _ => above[l - 1].group_of_leaf[leaf],
+            };
+            let lower_label = |g: u32| match l {
+                0 => &leaves[g as usize],
+                _ => &above[l - 1].labels[g as usize],
+            };
+            let upper = &above[l];
+            let groups = if l == 0 {
+                n_leaves
+            } else {
+                above[l - 1].labels.len()
+            };
+            let mut up = vec![u32::MAX; groups];
+            for (leaf, &h) in upper.group_of_leaf.iter().enumerate() {
+                let g = lower(leaf);
+                let slot = &mut up[g as usize];
+                if *slot == u32::MAX {
+                    *slot = h;
+                } else if *slot != h {
+                    return Err(err(format!(
+                        "not nested: group `{}` at level {l} goes to both `{}` and `{}` at level {} (leaf `{}`)",
+                        lower_label(g),
+                        upper.labels[*slot as usize],
+                        upper.labels[h as usize],
+                        l + 1,
+                        leaves[leaf]
+                    )));
+                }
+            }
+        }
         // Group codes in order of first appearance (as rows give them), bounds following.
         let identity: Vec<u32> = (0..n_leaves as u32).collect();
         reorder_levels(&mut above, bounds.as_mut(), &identity, false);
@@ -196,7 +233,7 @@ impl Hierarchy {
                 up: Vec::new(),
             });
         }
-        // Nesting: a leaf's group at level l+1 must be a function of its group at level l.
+        // Up-maps (nesting was checked above; a failure here would be an internal error).
         for l in 0..width - 1 {
             let (lower, upper) = (&levels[l], &levels[l + 1]);
             let mut up = vec![u32::MAX; lower.labels.len()];
@@ -341,6 +378,22 @@ impl HierarchyRows {
     }
 }
 
+/// A hierarchy's level count must fit a node's byte and include a level above the leaves.
+fn check_width(width: usize, err: &dyn Fn(String) -> PbgError) -> Result<()> {
+    if width < 2 {
+        return Err(err(format!(
+            "it has {width} level; a hierarchy needs at least 2 (the leaves and a top group such as *)"
+        )));
+    }
+    // Node levels are bytes: a hierarchy of more than 256 levels would be truncated.
+    if width > MAX_LEVELS {
+        return Err(err(format!(
+            "it has {width} levels; pbg supports at most {MAX_LEVELS} (leaves + 255 generalizations)"
+        )));
+    }
+    Ok(())
+}
+
 /// (U − L) / (max − min), bounds clamped to the leaves' range; leaves themselves lose nothing.
 fn range_losses(
     groups: usize,
@@ -479,5 +532,33 @@ mod tests {
             assert_eq!(r.level(l).up, h.level(l).up);
         }
         assert_eq!(r.level(1).loss, [1.0 / 3.0, 1.0 / 3.0]);
+    }
+
+    /// Bad rows are reported as a reader meets them, in the order written: the first short row or
+    /// repeated leaf, a hierarchy without levels, a group that splits (named as in the file).
+    #[test]
+    fn bad_rows_are_reported_in_file_order() {
+        let rows = |text: &[&str]| -> Vec<Vec<String>> {
+            text.iter()
+                .map(|r| match *r {
+                    "" => Vec::new(),
+                    r => r.split(';').map(String::from).collect(),
+                })
+                .collect()
+        };
+        let message = |text: &[&str]| match Hierarchy::from_rows("q", "test", &rows(text)) {
+            Err(PbgError::Hierarchy { message, .. }) => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            message(&["a;*", "a;*", "b"]),
+            "leaf `a` appears twice (again at row 2)"
+        );
+        assert!(message(&["a", "b;*"]).starts_with("it has 1 level;"));
+        assert!(message(&[""]).starts_with("it has 0 level;"));
+        assert_eq!(
+            message(&["d;w;R;S;*", "a;x;P;T;*", "c;x;Q;S;*"]),
+            "not nested: group `x` at level 1 goes to both `P` and `Q` at level 2 (leaf `c`)"
+        );
     }
 }
