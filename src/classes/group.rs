@@ -30,13 +30,7 @@ where
     F: Fn(usize, &mut [u64]) -> Result<()> + Sync,
 {
     if n < PARTITION_MIN_ROWS {
-        let mut keys = vec![0u64; n];
-        fill(0, &mut keys)?;
-        let mut counter = Counter::with_capacity(1024);
-        for (r, &k) in keys.iter().enumerate() {
-            counter.add(k, weights.map_or(1, |w| w[r]));
-        }
-        return Ok(counter.into_sorted_pairs());
+        return count_in_chunks(n, weights, &fill);
     }
     let sample = sample_keys(n, &fill)?;
     if few_classes(&sample) {

@@ -62,38 +62,36 @@ impl Evaluator {
                 > self.dataset.eta
     }
 
-    /// Whether `node` provably has more than η singleton tuples (so that it and every node below
-    /// it have their [`SingletonIndices`]), judged on one part of its classes: false means not
-    /// shown, and so does a node keyed by first rows or a dataset of more than 2^22 rows (the
-    /// probe would hold every row's key). Costs one pass of key gathers.
-    pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {
+    /// Every row's class key at `node`, when the node can be probed: its keys pack and the
+    /// dataset has at most 2^22 rows (the probe holds every row's key). Checks the node.
+    fn probe_keys(&self, node: &[u8]) -> Result<Option<Vec<u64>>> {
         self.lattice.check(node, &self.qi_names())?;
         let ds = &self.dataset;
-        let NodeKeys::Packed(layout) = self.keys.at(node) else {
-            return Ok(false);
-        };
-        if ds.num_rows() > PROBE_MAX_ROWS {
-            return Ok(false);
-        }
-        let keys = row_class_keys(&ds.qis, node, &layout, ds.num_rows());
-        Ok(self.proves_singleton_rich(&keys))
+        Ok(match self.keys.at(node) {
+            NodeKeys::Packed(layout) if ds.num_rows() <= PROBE_MAX_ROWS => {
+                Some(row_class_keys(&ds.qis, node, &layout, ds.num_rows()))
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether `node` provably has more than η singleton tuples (so that it and every node below
+    /// it have their [`SingletonIndices`]), judged on one part of its classes: false means not
+    /// shown, and so does a node that cannot be probed (first-row keys, more than 2^22 rows).
+    /// Costs one pass of key gathers.
+    pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {
+        Ok(self
+            .probe_keys(node)?
+            .is_some_and(|keys| self.proves_singleton_rich(&keys)))
     }
 
     /// A direct evaluation that stops once the rows' class keys show more than η singleton tuples
     /// (None: see [`Self::singleton_rich`]); otherwise the node's tables, from the same keys.
     pub fn tables_unless_singleton_rich(&self, node: &[u8]) -> Result<Option<NodeTables>> {
-        self.lattice.check(node, &self.qi_names())?;
-        let ds = &self.dataset;
-        let NodeKeys::Packed(layout) = self.keys.at(node) else {
-            return self.tables(node).map(Some);
-        };
-        if ds.num_rows() > PROBE_MAX_ROWS {
-            return self.tables(node).map(Some);
+        match self.probe_keys(node)? {
+            None => self.tables(node).map(Some),
+            Some(keys) if self.proves_singleton_rich(&keys) => Ok(None),
+            Some(keys) => self.tables_keyed(node, &RowKeys::Classes(&keys)).map(Some),
         }
-        let keys = row_class_keys(&ds.qis, node, &layout, ds.num_rows());
-        if self.proves_singleton_rich(&keys) {
-            return Ok(None);
-        }
-        self.tables_keyed(node, &RowKeys::Classes(&keys)).map(Some)
     }
 }
