@@ -447,16 +447,19 @@ impl Dataset {
             });
         }
         let Combinations {
-            columns,
-            ids,
+            mut columns,
+            mut ids,
             weights,
             tuples,
         } = combos;
         let weight = |i: usize| weights.as_ref().map_or(1, |w| w[i]);
         let mut qis = Vec::with_capacity(profile.qis.len());
         for (d, q) in profile.qis.iter().enumerate() {
-            let col = &columns[d];
-            let values: Vec<(String, usize)> = col.iter().map(|v| (v.clone(), 0)).collect();
+            // Each column's values are moved, not copied: nothing reads them after encoding.
+            let values: Vec<(String, usize)> = std::mem::take(&mut columns[d])
+                .into_iter()
+                .map(|v| (v, 0))
+                .collect();
             let hierarchy = Arc::new(q.hierarchy.build(&q.name, &values)?);
             let mut leaf_of_id = Vec::with_capacity(values.len());
             for (v, _) in &values {
@@ -485,16 +488,17 @@ impl Dataset {
                 leaf_rows,
             });
         }
-        let attribute = |i: usize, name: &str| -> Result<EncodedAttribute> {
-            let codes = UInt32Array::from(ids[i].clone());
-            let mut totals = vec![0u64; columns[i].len()];
+        let mut attribute = |i: usize, name: &str| -> Result<EncodedAttribute> {
+            let codes = UInt32Array::from(std::mem::take(&mut ids[i]));
+            let labels = std::mem::take(&mut columns[i]);
+            let mut totals = vec![0u64; labels.len()];
             for (r, &c) in codes.values().iter().enumerate() {
                 totals[c as usize] += weight(r);
             }
             Ok(EncodedAttribute {
                 name: name.to_string(),
                 column: schema.index_of(name)?,
-                labels: columns[i].clone(),
+                labels,
                 codes,
                 counts: totals,
             })
