@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pbg::optimal::{Budget, pick_min_glm, pick_min_glm_within};
+use pbg::optimal::{Budget, MAX_VISITED, pick_min_glm, pick_min_glm_within};
 use pbg::policy::Requirement;
 use pbg::suppression::{RuleName, SuppressionRule};
 use pbg::{Dataset, Evaluator, Profile, SuppressionLimit};
@@ -44,6 +44,7 @@ proptest! {
         with_l in any::<bool>(),
         by_requirements in any::<bool>(),
         extra in proptest::option::of((0usize..7, 0.0f64..1.0)),
+        stop in 1usize..12,
     ) {
         // The SPEC §7 bounds are monotone only when nothing can be suppressed, and l too unless
         // the requirement rule suppresses the classes that fail it.
@@ -70,15 +71,24 @@ proptest! {
         prop_assume!(require.iter().all(|r| r.is_monotone(&rule, ev.dataset().eta)));
         let got = pick_min_glm(&ev, &require).unwrap();
         let want = exhaustive(&ev, &require);
-        match (got, want) {
+        match (got, &want) {
             (None, None) => {}
             (Some(g), Some((glm, node))) => {
                 prop_assert!(g.optimal);
-                prop_assert_eq!(&g.node, &node, "{} eta {}", text, eta);
-                prop_assert_eq!(g.glm, glm);
+                prop_assert_eq!(&g.node, node, "{} eta {}", text, eta);
+                prop_assert_eq!(g.glm, *glm);
+                prop_assert_eq!(g.lower_bound, *glm);
                 prop_assert!(g.evaluated <= ev.lattice().size());
             }
             (g, w) => prop_assert!(false, "pruned {:?} vs exhaustive {:?}", g, w),
+        }
+        // Stopped early, the pick still meets the requirements and its lower bound holds.
+        let budget = Budget { visited: MAX_VISITED, evaluations: stop };
+        if let (Some(g), Some((glm, _))) = (pick_min_glm_within(&ev, &require, budget).unwrap(), want) {
+            let ix = ev.evaluate(&g.node).unwrap();
+            prop_assert!(require.iter().all(|r| r.holds(r.measure.of(&ix))));
+            prop_assert_eq!(ix.glm, g.glm);
+            prop_assert!(g.lower_bound <= glm && glm <= g.glm, "{} <= {} <= {}", g.lower_bound, glm, g.glm);
         }
     }
 }
@@ -141,6 +151,11 @@ fn a_budget_stop_returns_a_meeting_local_optimum() {
         assert_eq!(ix.glm, got.glm);
         let (best, _) = exhaustive(&ev, &require).unwrap();
         assert!(got.glm >= best, "{text}");
+        assert!(
+            got.lower_bound <= best,
+            "{text}: lower bound {}",
+            got.lower_bound
+        );
         for d in 0..got.node.len() {
             if got.node[d] == 0 {
                 continue;
@@ -199,6 +214,7 @@ fn distinct_l_is_not_monotone_under_suppression() {
         &Policy {
             require,
             choice: Choice::Minimize(Measure::Glm),
+            evaluations: None,
         },
     )
     .unwrap();

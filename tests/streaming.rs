@@ -289,6 +289,7 @@ fn pick_minimize_and_maximize_match_brute_force() {
             &Policy {
                 require: require.clone(),
                 choice,
+                evaluations: None,
             },
         )
         .unwrap();
@@ -375,6 +376,7 @@ fn pick_with_comparators_chooses_from_the_front() {
                 objectives: vec![Objective::Glm, Objective::K],
                 significance: vec![0.0, 0.0],
             },
+            evaluations: None,
         },
     )
     .unwrap();
@@ -394,6 +396,7 @@ fn pick_with_comparators_chooses_from_the_front() {
                 objectives: objectives.clone(),
                 goal: vec![1e9, 0.0],
             },
+            evaluations: None,
         },
     )
     .unwrap();
@@ -408,6 +411,7 @@ fn pick_with_comparators_chooses_from_the_front() {
                 objectives,
                 weights: vec![1.0, 0.0],
             },
+            evaluations: None,
         },
     )
     .unwrap();

@@ -254,3 +254,53 @@ fn a_hundred_qis_evaluate_and_pick() {
     assert_eq!(r["pick"]["search"], serde_json::json!("pruned"));
     assert!(r["indices"]["k"].as_u64().unwrap() >= 2, "{r}");
 }
+
+/// A pruned pick stopped by `--pick-evaluations` says so, meets the requirements, and its GLM
+/// lower bound holds: the proven optimum of a run with a budget large enough lies between the
+/// stopped run's bound and its GLM. A budget of 0 is refused.
+#[test]
+fn a_pick_budget_reports_a_lower_bound_that_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = generate(dir.path(), 8, 3000, 7);
+    let profile = profile.to_str().unwrap();
+    let out = dir.path().join("r.parquet");
+    let run = |budget: &str| {
+        pbg_json(&[
+            "anonymize",
+            profile,
+            "--pick",
+            "--require",
+            "k>=5",
+            "--pick-evaluations",
+            budget,
+            "--output",
+            out.to_str().unwrap(),
+        ])
+    };
+    let stopped = run("4");
+    let full = run("20000");
+    assert_eq!(stopped["verified"], serde_json::json!(true), "{stopped}");
+    assert_eq!(stopped["pick"]["optimal"], serde_json::json!(false), "{stopped}");
+    let note = stopped["pick"]["note"].as_str().unwrap();
+    assert!(note.contains("--pick-evaluations"), "{note}");
+    assert!(stopped["indices"]["k"].as_f64().unwrap() >= 5.0, "{stopped}");
+    assert_eq!(full["pick"]["optimal"], serde_json::json!(true), "{full}");
+    let glm = |v: &serde_json::Value| v["indices"]["glm"].as_f64().unwrap();
+    let lower = stopped["pick"]["glm_lower_bound"].as_f64().unwrap();
+    assert!(lower <= glm(&full) && glm(&full) <= glm(&stopped), "{stopped} {full}");
+    assert_eq!(full["pick"]["glm_lower_bound"].as_f64(), Some(glm(&full)));
+    let refused = pbg(&[
+        "anonymize",
+        profile,
+        "--pick",
+        "--require",
+        "k>=5",
+        "--pick-evaluations",
+        "0",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("--pick-evaluations"), "{err}");
+}

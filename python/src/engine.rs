@@ -173,6 +173,7 @@ impl Engine {
                 significance,
                 goal,
                 weights,
+                evaluations: None,
             },
             suppression_rule,
         };

@@ -8,21 +8,29 @@
 //!
 //! Nodes are visited best-first by that bound from the bottom. A visited node's status comes from
 //! tags when a known failing node above it or a known meeting node below it implies it; otherwise
-//! a *probe* decides it: a
-//! chain from the node to the top (raising the QI that adds the least bound at each step) is
-//! binary-searched for its lowest node meeting the requirements, and the two nodes around that
-//! cut are tagged (everything below the failing one fails, everything above the meeting one meets),
-//! as Flash does. A meeting node is evaluated and becomes the incumbent when its GLM is lower; the
-//! successors of failing nodes, and of meeting nodes that suppress rows (where a coarser node may
-//! lose less), are queued. The search ends when the next bound exceeds the incumbent's GLM: no
-//! unvisited node can do better, so the incumbent is optimal (ties to fewer levels, then
-//! lexicographic order, as the exhaustive pick).
+//! a *probe* decides it: a chain from the node to the top (raising the QI that adds the least
+//! bound at each step) is binary-searched for its lowest node meeting the requirements, and the
+//! two nodes around that cut are tagged (everything below the failing one fails, everything above
+//! the meeting one meets), as Flash does. A meeting node is evaluated and becomes the incumbent
+//! when its GLM is lower; its successors are queued only when it suppresses rows (a coarser node
+//! may then lose less). A failing node is left by *escapes*: a node above it that may meet must
+//! exceed its failing tag in some QI, so the queue gets, per QI, the node raised to one level above
+//! the tag — a jump over the whole failing region under the tag, not a visit to each node in it.
+//! The search ends when the next bound exceeds the incumbent's GLM: no unvisited node can do
+//! better, so the incumbent is optimal (ties to fewer levels, then lexicographic order, as the
+//! exhaustive pick).
+//!
+//! On wide tables the nodes whose bound is below the optimum can need thousands of probes, so a
+//! [`Budget`] of evaluations (by default scaled to the table's rows) stops the search; the
+//! incumbent is then improved by a greedy descent and returned unproven, with the least bound of
+//! the nodes left to visit: a lower bound of the optimum, so the gap is known.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 
 use crate::error::Result;
 use crate::evaluate::Evaluator;
+use crate::indices::Index;
 use crate::lattice::Node;
 use crate::policy::{Requirement, finer};
 use crate::search::cache::EvaluationCache;
@@ -30,8 +38,16 @@ use crate::search::cache::EvaluationCache;
 /// Nodes the best-first order may visit before the pick stops unproven.
 pub const MAX_VISITED: usize = 100_000;
 
-/// Evaluations a pruned pick may make before it stops unproven.
+/// Evaluations a pruned pick may make before it stops unproven, whatever the table's size.
 pub const MAX_EVALUATIONS: usize = 20_000;
+
+/// Evaluations a pruned pick may make on any table by default.
+pub const MIN_EVALUATIONS: usize = 64;
+
+/// Encoded rows times evaluations a pruned pick may spend by default: a direct evaluation costs
+/// about its rows, so this is 200 evaluations of a 1 M-row table (about 2.5 s on 2 cores) and
+/// thousands on adult, whose optimum takes under a hundred.
+pub const EVALUATED_ROWS: usize = 200_000_000;
 
 /// Bytes the queue of nodes to visit (and the set of nodes queued) may hold before the pick
 /// stops unproven: each queued node costs its levels plus bookkeeping, and a visit queues up to
@@ -47,11 +63,21 @@ pub struct Budget {
     pub evaluations: usize,
 }
 
-impl Default for Budget {
-    fn default() -> Self {
+impl Budget {
+    /// The default budget for a table of `rows` encoded rows: [`EVALUATED_ROWS`] spread over
+    /// evaluations, within [`MIN_EVALUATIONS`] and [`MAX_EVALUATIONS`].
+    pub fn for_rows(rows: usize) -> Self {
         Budget {
             visited: MAX_VISITED,
-            evaluations: MAX_EVALUATIONS,
+            evaluations: (EVALUATED_ROWS / rows.max(1)).clamp(MIN_EVALUATIONS, MAX_EVALUATIONS),
+        }
+    }
+
+    /// A budget of `evaluations` (the user's `--pick-evaluations`).
+    pub fn evaluations(evaluations: usize) -> Self {
+        Budget {
+            visited: MAX_VISITED.max(evaluations),
+            evaluations,
         }
     }
 }
@@ -69,6 +95,10 @@ pub struct PrunedPick {
     pub visited: usize,
     /// Whether the search ran to its end (the node is the optimum); false when a budget stopped it.
     pub optimal: bool,
+    /// A lower bound of the least GLM of any node meeting the requirements: `glm` itself when
+    /// `optimal`, else the least bound of the nodes left to visit (every node not visited is
+    /// above one of them), so `glm / lower_bound - 1` bounds how far from optimal the pick is.
+    pub lower_bound: f64,
 }
 
 /// Known statuses: maximal failing nodes (all finer ones fail) and minimal meeting ones (all
@@ -84,6 +114,14 @@ fn leq(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Tags {
+    /// The failing tag above `n` reaching highest (most levels in all), if any.
+    fn failing_above(&self, n: &[u8]) -> Option<&Node> {
+        self.failing
+            .iter()
+            .filter(|f| leq(n, f))
+            .max_by_key(|f| f.iter().map(|&l| l as usize).sum::<usize>())
+    }
+
     fn status(&self, n: &[u8]) -> Option<bool> {
         if self.meeting.iter().any(|m| leq(m, n)) {
             Some(true)
@@ -116,6 +154,8 @@ struct Pick<'a> {
     ev: &'a Evaluator,
     require: &'a [Requirement],
     cache: EvaluationCache<'a>,
+    /// What the search reads of a node: GLM, rows suppressed, then each requirement's index.
+    wanted: Vec<Index>,
     tags: Tags,
     heights: Vec<u8>,
     best: Option<(f64, Node)>,
@@ -127,12 +167,12 @@ impl Pick<'_> {
     /// candidate.
     fn meets(&mut self, n: &[u8]) -> Result<bool> {
         self.cache.evaluate(&[n.to_vec()])?;
-        let Some(ix) = self.cache.get(n) else {
+        let Some(v) = self.cache.values(n, &self.wanted) else {
             return Ok(false);
         };
-        let ok = self.require.iter().all(|r| r.holds(r.measure.of(ix)));
+        let ok = self.require.iter().zip(&v[2..]).all(|(r, &x)| r.holds(x));
         if ok {
-            let glm = ix.glm;
+            let glm = v[0];
             let better = self.best.as_ref().is_none_or(|(b, bn)| {
                 glm < *b || (glm == *b && finer(n, bn) == std::cmp::Ordering::Less)
             });
@@ -240,7 +280,7 @@ impl Pick<'_> {
 /// [`Requirement::is_monotone`]), found without enumerating the lattice. `ev` must compute the
 /// indices the requirements read. None when not even the top node meets them.
 pub fn pick_min_glm(ev: &Evaluator, require: &[Requirement]) -> Result<Option<PrunedPick>> {
-    pick_min_glm_within(ev, require, Budget::default())
+    pick_min_glm_within(ev, require, Budget::for_rows(ev.dataset().num_rows()))
 }
 
 /// [`pick_min_glm`] within `budget`: past it, the best meeting node found, improved by a greedy
@@ -251,10 +291,16 @@ pub fn pick_min_glm_within(
     budget: Budget,
 ) -> Result<Option<PrunedPick>> {
     let heights = ev.lattice().heights().to_vec();
+    let wanted: Vec<Index> = [Index::Glm, Index::Suppressed]
+        .into_iter()
+        .chain(require.iter().map(|r| r.measure))
+        .collect();
     let mut s = Pick {
         ev,
         require,
-        cache: EvaluationCache::new(ev),
+        // Nodes below one with more than η singleton tuples fail any k >= 2 unevaluated.
+        cache: EvaluationCache::wanting(ev, &wanted),
+        wanted,
         tags: Tags::default(),
         heights: heights.clone(),
         best: None,
@@ -275,6 +321,8 @@ pub fn pick_min_glm_within(
     heap.push(Reverse(key(&bottom)));
     let mut visited = 0usize;
     let mut optimal = true;
+    // The least bound of the nodes not visited when the search stopped.
+    let mut left = f64::INFINITY;
     while let Some(Reverse((bits, n))) = heap.pop() {
         let bound = f64::from_bits(bits);
         if let Some((b, _)) = &s.best
@@ -288,6 +336,7 @@ pub fn pick_min_glm_within(
             || queued_bytes > MAX_QUEUE_BYTES
         {
             optimal = false;
+            left = bound;
             break;
         }
         visited += 1;
@@ -295,18 +344,23 @@ pub fn pick_min_glm_within(
             Some(m) => m,
             None => s.probe(&n)?,
         };
-        let expand = if meets {
+        // What to queue next: every node that may still do better is above one of them.
+        let above: Option<&[u8]> = if meets {
             s.meets(&n)?;
             // A coarser node can lose less only by suppressing less.
-            suppresses && s.cache.get(&n).is_some_and(|ix| ix.suppressed > 0)
+            let suppressed = s.cache.values(&n, &[Index::Suppressed]);
+            (suppresses && suppressed.is_some_and(|v| v[0] > 0.0)).then_some(&n)
         } else {
-            true
+            // Every node below a failing tag fails: a node above `n` that may meet exceeds the
+            // tag in some QI, so it is above one of the tag's escapes from `n` — one jump over
+            // the whole failing region instead of a visit to each node in it.
+            s.tags.failing_above(&n).map(|f| f.as_slice()).or(Some(&n))
         };
-        if expand {
+        if let Some(f) = above {
             for d in 0..n.len() {
-                if n[d] < heights[d] {
+                if f[d] < heights[d] {
                     let mut m = n.clone();
-                    m[d] += 1;
+                    m[d] = f[d] + 1;
                     if seen.insert(m.clone()) {
                         heap.push(Reverse(key(&m)));
                     }
@@ -323,5 +377,6 @@ pub fn pick_min_glm_within(
         evaluated: s.cache.evaluations(),
         visited,
         optimal,
+        lower_bound: left.min(glm),
     }))
 }

@@ -152,6 +152,8 @@ pub struct Policy {
     pub require: Vec<Requirement>,
     /// How to pick among the nodes that meet them.
     pub choice: Choice,
+    /// Evaluations the pruned pick may make (None: [`crate::optimal::Budget::for_rows`]).
+    pub evaluations: Option<usize>,
 }
 
 /// The outcome of a pick.
@@ -170,8 +172,22 @@ pub struct Picked {
     /// Whether the node is proven the policy's best (false only when a pruned search hit its
     /// budget; the node then meets the requirements but may not have the least loss).
     pub optimal: bool,
+    /// A lower bound of the least GLM meeting the requirements (pruned picks): the pick's GLM
+    /// when it is optimal, else how far from optimal it can be.
+    pub glm_lower_bound: Option<f64>,
     /// Why the pick searched as it did.
     pub note: String,
+}
+
+/// How far above `lower` `glm` is, in percent (0 when both are 0).
+fn gap_percent(glm: f64, lower: f64) -> f64 {
+    if lower > 0.0 {
+        (glm / lower - 1.0) * 100.0
+    } else if glm > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    }
 }
 
 /// Fewer levels in total first, then lexicographically: the tie-break between equal nodes.
@@ -238,7 +254,11 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     let lattice = ev.lattice();
     if matches!(policy.choice, Choice::Minimize(Measure::Glm)) && non_monotone.is_empty() {
         let light = ev.lightest(&needed)?;
-        return match crate::optimal::pick_min_glm(&light, &policy.require)? {
+        let budget = policy.evaluations.map_or_else(
+            || crate::optimal::Budget::for_rows(ds.num_rows()),
+            crate::optimal::Budget::evaluations,
+        );
+        return match crate::optimal::pick_min_glm_within(&light, &policy.require, budget)? {
             None => Err(PbgError::argument(
                 "require",
                 format!(
@@ -254,6 +274,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                 front: None,
                 search: "pruned",
                 optimal: p.optimal,
+                glm_lower_bound: Some(p.lower_bound),
                 note: if p.optimal {
                     format!(
                         "least GLM under monotone requirements: {} of {} nodes evaluated, {} visited",
@@ -263,11 +284,13 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                     )
                 } else {
                     format!(
-                        "the pruned search stopped at its budget ({} nodes visited, {} evaluated with the greedy descent from its best node; limits {} and {}): the node meets the requirements and no predecessor that meets them loses less, but its GLM is not proven least",
+                        "the pruned search stopped at its budget of {} evaluations ({} nodes visited, {} evaluated with the greedy descent from its best node; raise it with --pick-evaluations): the node meets the requirements and no predecessor that meets them loses less; its GLM {} is at most {:.2} % above the optimum (no node meeting them has a GLM below {})",
+                        budget.evaluations,
                         p.visited,
                         p.evaluated,
-                        crate::optimal::MAX_VISITED,
-                        crate::optimal::MAX_EVALUATIONS
+                        p.glm,
+                        gap_percent(p.glm, p.lower_bound),
+                        p.lower_bound
                     )
                 },
             }),
@@ -408,6 +431,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
         front,
         search: "exhaustive",
         optimal: true,
+        glm_lower_bound: None,
         note,
     })
 }
@@ -450,6 +474,8 @@ pub struct PolicyText {
     pub goal: Option<String>,
     /// `--weights` (WTD; default all one).
     pub weights: Option<String>,
+    /// `--pick-evaluations`: the pruned pick's budget of evaluations.
+    pub evaluations: Option<usize>,
 }
 
 impl Policy {
@@ -530,6 +556,10 @@ impl Policy {
                 ));
             }
         };
-        Ok(Policy { require, choice })
+        Ok(Policy {
+            require,
+            choice,
+            evaluations: t.evaluations,
+        })
     }
 }

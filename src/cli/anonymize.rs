@@ -50,6 +50,10 @@ pub struct AnonymizeArgs {
     /// With --pick wtd: weights per objective (default all 1).
     #[arg(long, value_name = "W1,W2,..", requires = "pick")]
     weights: Option<String>,
+    /// With --pick --minimize glm under monotone requirements: the evaluations the pruned search
+    /// may make before it stops unproven (default: 200 million encoded rows' worth, at least 64).
+    #[arg(long, value_name = "N", requires = "pick", value_parser = clap::value_parser!(u64).range(1..))]
+    pick_evaluations: Option<u64>,
     /// Which classes the suppression limit removes: `requirements` (default with --require: only
     /// the classes smaller than the required k) or `dbsec` (the papers' rule: the smallest
     /// classes, as many as the limit allows).
@@ -89,6 +93,7 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             significance: a.significance.clone(),
             goal: a.goal.clone(),
             weights: a.weights.clone(),
+            evaluations: a.pick_evaluations.map(|n| n as usize),
         },
         suppression_rule: a.suppression_rule.clone(),
     };

@@ -72,11 +72,6 @@ impl<'a> EvaluationCache<'a> {
         self.probed.len()
     }
 
-    /// The indices of an evaluated node (None for an implied one: see [`Self::values`]).
-    pub(crate) fn get(&self, node: &[u8]) -> Option<&NodeIndices> {
-        self.indices.get(node)
-    }
-
     /// The values of `indices` at an evaluated or implied node (implied: only those given to
     /// [`Self::wanting`]).
     pub(crate) fn values(&self, node: &[u8], indices: &[Index]) -> Option<Vec<f64>> {
