@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pbg::optimal::{Budget, MAX_VISITED, pick_min_glm, pick_min_glm_within};
+use pbg::optimal::{Budget, MAX_VISITED, pick_min_glm, pick_min_glm_implying, pick_min_glm_within};
 use pbg::policy::Requirement;
 use pbg::suppression::{RuleName, SuppressionRule};
 use pbg::{Dataset, Evaluator, Profile, SuppressionLimit};
@@ -82,6 +82,13 @@ proptest! {
             }
             (g, w) => prop_assert!(false, "pruned {:?} vs exhaustive {:?}", g, w),
         }
+        // Implying nodes from singleton tuples (what the pick does on large tables) changes
+        // nothing but the evaluations.
+        let implying = pick_min_glm_implying(&ev, &require, Budget::for_rows(1)).unwrap();
+        prop_assert_eq!(
+            implying.map(|g| (g.node, g.glm, g.optimal)),
+            want.clone().map(|(glm, node)| (node, glm, true))
+        );
         // Stopped early, the pick still meets the requirements and its lower bound holds.
         let budget = Budget { visited: MAX_VISITED, evaluations: stop };
         if let (Some(g), Some((glm, _))) = (pick_min_glm_within(&ev, &require, budget).unwrap(), want) {
@@ -121,6 +128,10 @@ fn pruned_pick_is_optimal_on_adult() {
             let (glm, node) = exhaustive(&ev, &require).unwrap();
             assert!(got.optimal);
             assert_eq!((got.node.clone(), got.glm), (node, glm), "{text} {limit:?}");
+            let implying = pick_min_glm_implying(&ev, &require, Budget::for_rows(1))
+                .unwrap()
+                .unwrap();
+            assert_eq!((implying.node, implying.optimal), (got.node.clone(), true));
             assert!(
                 got.evaluated * 4 < ev.lattice().size(),
                 "{text} {limit:?}: {} evaluations",

@@ -280,14 +280,24 @@ fn a_pick_budget_reports_a_lower_bound_that_holds() {
     let stopped = run("4");
     let full = run("20000");
     assert_eq!(stopped["verified"], serde_json::json!(true), "{stopped}");
-    assert_eq!(stopped["pick"]["optimal"], serde_json::json!(false), "{stopped}");
+    assert_eq!(
+        stopped["pick"]["optimal"],
+        serde_json::json!(false),
+        "{stopped}"
+    );
     let note = stopped["pick"]["note"].as_str().unwrap();
     assert!(note.contains("--pick-evaluations"), "{note}");
-    assert!(stopped["indices"]["k"].as_f64().unwrap() >= 5.0, "{stopped}");
+    assert!(
+        stopped["indices"]["k"].as_f64().unwrap() >= 5.0,
+        "{stopped}"
+    );
     assert_eq!(full["pick"]["optimal"], serde_json::json!(true), "{full}");
     let glm = |v: &serde_json::Value| v["indices"]["glm"].as_f64().unwrap();
     let lower = stopped["pick"]["glm_lower_bound"].as_f64().unwrap();
-    assert!(lower <= glm(&full) && glm(&full) <= glm(&stopped), "{stopped} {full}");
+    assert!(
+        lower <= glm(&full) && glm(&full) <= glm(&stopped),
+        "{stopped} {full}"
+    );
     assert_eq!(full["pick"]["glm_lower_bound"].as_f64(), Some(glm(&full)));
     let refused = pbg(&[
         "anonymize",

@@ -51,7 +51,7 @@ pub const EVALUATED_ROWS: usize = 200_000_000;
 
 /// Encoded rows from which the pick implies nodes from singleton tuples instead of evaluating
 /// them (on adult's 30,162 rows the singleton counts cost more than the evaluations they save).
-const IMPLY_MIN_ROWS: usize = 1 << 17;
+pub const IMPLY_MIN_ROWS: usize = 1 << 17;
 
 /// Bytes the queue of nodes to visit (and the set of nodes queued) may hold before the pick
 /// stops unproven: each queued node costs its levels plus bookkeeping, and a visit queues up to
@@ -294,6 +294,27 @@ pub fn pick_min_glm_within(
     require: &[Requirement],
     budget: Budget,
 ) -> Result<Option<PrunedPick>> {
+    // On a small table, evaluating a node costs less than looking for its singleton tuples.
+    let imply = ev.dataset().num_rows() >= IMPLY_MIN_ROWS;
+    search(ev, require, budget, imply)
+}
+
+/// [`pick_min_glm_within`] implying nodes from singleton tuples whatever the table's size (it
+/// does so from [`IMPLY_MIN_ROWS`] encoded rows): the same pick, by other means.
+pub fn pick_min_glm_implying(
+    ev: &Evaluator,
+    require: &[Requirement],
+    budget: Budget,
+) -> Result<Option<PrunedPick>> {
+    search(ev, require, budget, true)
+}
+
+fn search(
+    ev: &Evaluator,
+    require: &[Requirement],
+    budget: Budget,
+    imply: bool,
+) -> Result<Option<PrunedPick>> {
     let heights = ev.lattice().heights().to_vec();
     let wanted: Vec<Index> = [Index::Glm, Index::Suppressed]
         .into_iter()
@@ -302,9 +323,8 @@ pub fn pick_min_glm_within(
     let mut s = Pick {
         ev,
         require,
-        // Nodes below one with more than η singleton tuples fail any k >= 2 unevaluated; on a
-        // small table, evaluating such a node costs less than looking for its singletons.
-        cache: if ev.dataset().num_rows() >= IMPLY_MIN_ROWS {
+        // Nodes below one with more than η singleton tuples fail any k >= 2 unevaluated.
+        cache: if imply {
             EvaluationCache::wanting(ev, &wanted)
         } else {
             EvaluationCache::new(ev)
