@@ -89,13 +89,29 @@ proptest! {
             implying.map(|g| (g.node, g.glm, g.optimal)),
             want.clone().map(|(glm, node)| (node, glm, true))
         );
-        // Stopped early, the pick still meets the requirements and its lower bound holds.
+        // Stopped early (both ways), the pick still meets the requirements, its lower bound
+        // holds, and a descent that reached its end left no better meeting predecessor.
         let budget = Budget { visited: MAX_VISITED, evaluations: stop };
-        if let (Some(g), Some((glm, _))) = (pick_min_glm_within(&ev, &require, budget).unwrap(), want) {
+        for stopped in [
+            pick_min_glm_within(&ev, &require, budget).unwrap(),
+            pick_min_glm_implying(&ev, &require, budget).unwrap(),
+        ] {
+            let (Some(g), Some((glm, _))) = (stopped, &want) else { continue };
             let ix = ev.evaluate(&g.node).unwrap();
             prop_assert!(require.iter().all(|r| r.holds(r.measure.of(&ix))));
             prop_assert_eq!(ix.glm, g.glm);
-            prop_assert!(g.lower_bound <= glm && glm <= g.glm, "{} <= {} <= {}", g.lower_bound, glm, g.glm);
+            prop_assert!(g.lower_bound <= *glm && *glm <= g.glm, "{} <= {} <= {}", g.lower_bound, glm, g.glm);
+            prop_assert_eq!(g.optimal, g.stopped_by.is_none());
+            if g.local_optimum {
+                for d in (0..g.node.len()).filter(|&d| g.node[d] > 0) {
+                    let mut pred = g.node.clone();
+                    pred[d] -= 1;
+                    let px = ev.evaluate(&pred).unwrap();
+                    if require.iter().all(|r| r.holds(r.measure.of(&px))) {
+                        prop_assert!(px.glm >= g.glm, "{:?} loses less than {:?}", pred, g.node);
+                    }
+                }
+            }
         }
     }
 }
@@ -131,7 +147,10 @@ fn pruned_pick_is_optimal_on_adult() {
             let implying = pick_min_glm_implying(&ev, &require, Budget::for_rows(1))
                 .unwrap()
                 .unwrap();
-            assert_eq!((implying.node, implying.optimal), (got.node.clone(), true));
+            assert_eq!(
+                (implying.node, implying.glm, implying.optimal),
+                (got.node.clone(), got.glm, true)
+            );
             assert!(
                 got.evaluated * 4 < ev.lattice().size(),
                 "{text} {limit:?}: {} evaluations",
@@ -157,6 +176,8 @@ fn a_budget_stop_returns_a_meeting_local_optimum() {
         };
         let got = pick_min_glm_within(&ev, &require, budget).unwrap().unwrap();
         assert!(!got.optimal, "{text}");
+        assert!(got.local_optimum, "{text}");
+        assert_eq!(got.stopped_by, Some(pbg::optimal::Limit::Visited), "{text}");
         let ix = ev.evaluate(&got.node).unwrap();
         assert!(require.iter().all(|r| r.holds(r.measure.of(&ix))), "{text}");
         assert_eq!(ix.glm, got.glm);

@@ -313,4 +313,25 @@ fn a_pick_budget_reports_a_lower_bound_that_holds() {
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("--pick-evaluations"), "{err}");
+    // A pick that cannot prune refuses the budget instead of ignoring it.
+    let lex = pbg(&[
+        "anonymize",
+        profile,
+        "--pick",
+        "lex",
+        "--objectives",
+        "glm,k",
+        "--require",
+        "k>=5",
+        "--pick-evaluations",
+        "10",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!lex.status.success());
+    let err = String::from_utf8_lossy(&lex.stderr);
+    assert!(
+        err.contains("pick-evaluations") && err.contains("cannot prune"),
+        "{err}"
+    );
 }

@@ -53,6 +53,10 @@ pub const EVALUATED_ROWS: usize = 200_000_000;
 /// them (on adult's 30,162 rows the singleton counts cost more than the evaluations they save).
 pub const IMPLY_MIN_ROWS: usize = 1 << 17;
 
+/// The share of the evaluation budget the best-first search leaves to the greedy descent that
+/// follows a stop (1/4).
+pub const DESCENT_SHARE: usize = 4;
+
 /// Bytes the queue of nodes to visit (and the set of nodes queued) may hold before the pick
 /// stops unproven: each queued node costs its levels plus bookkeeping, and a visit queues up to
 /// one successor per QI.
@@ -86,6 +90,28 @@ impl Budget {
     }
 }
 
+/// A limit of [`Budget`] (or of memory) that stops a pruned pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// [`Budget::evaluations`].
+    Evaluations,
+    /// [`Budget::visited`].
+    Visited,
+    /// [`MAX_QUEUE_BYTES`].
+    QueueBytes,
+}
+
+impl Limit {
+    /// The limit in words, with its value under `budget`.
+    pub fn describe(self, budget: Budget) -> String {
+        match self {
+            Limit::Evaluations => format!("{} evaluations", budget.evaluations),
+            Limit::Visited => format!("{} nodes visited", budget.visited),
+            Limit::QueueBytes => format!("{} MiB of queued nodes", MAX_QUEUE_BYTES >> 20),
+        }
+    }
+}
+
 /// The outcome of a pruned pick.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrunedPick {
@@ -99,6 +125,11 @@ pub struct PrunedPick {
     pub visited: usize,
     /// Whether the search ran to its end (the node is the optimum); false when a budget stopped it.
     pub optimal: bool,
+    /// The limit that stopped the search (None when it ran to its end).
+    pub stopped_by: Option<Limit>,
+    /// Whether no predecessor of the node that meets the requirements loses less (always when
+    /// `optimal`; after a stop, when the greedy descent reached its end within the budget).
+    pub local_optimum: bool,
     /// A lower bound of the least GLM of any node meeting the requirements: `glm` itself when
     /// `optimal`, else the least bound of the nodes left to visit (every node not visited is
     /// above one of them), so `glm / lower_bound - 1` bounds how far from optimal the pick is.
@@ -251,12 +282,11 @@ impl Pick<'_> {
 impl Pick<'_> {
     /// After a stop at the budget: greedy descent from the incumbent — its predecessors (one
     /// level lower in one QI) evaluated together, the best meeting one taken while it improves
-    /// the incumbent — so that the node returned is at least a local optimum of the border.
-    fn descend(&mut self) -> Result<()> {
+    /// the incumbent — so that the node returned is a local optimum of the border. Spends at most
+    /// the whole budget (the search left it [`DESCENT_SHARE`]); true when it reached the local
+    /// optimum.
+    fn descend(&mut self) -> Result<bool> {
         while let Some((_, current)) = self.best.clone() {
-            if self.cache.evaluations() >= self.budget.evaluations {
-                break;
-            }
             let preds: Vec<Node> = (0..current.len())
                 .filter(|&d| current[d] > 0)
                 .map(|d| {
@@ -266,6 +296,9 @@ impl Pick<'_> {
                 })
                 .filter(|p| self.tags.status(p) != Some(false))
                 .collect();
+            if self.cache.evaluations() + preds.len() > self.budget.evaluations {
+                return Ok(false);
+            }
             self.cache.evaluate(&preds)?;
             for p in &preds {
                 if !self.meets(p)? {
@@ -273,10 +306,10 @@ impl Pick<'_> {
                 }
             }
             if self.best.as_ref().is_some_and(|(_, b)| *b == current) {
-                break;
+                return Ok(true);
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -349,7 +382,9 @@ fn search(
     seen.insert(bottom.clone());
     heap.push(Reverse(key(&bottom)));
     let mut visited = 0usize;
-    let mut optimal = true;
+    let mut stopped_by = None;
+    // The best-first search leaves a share of the evaluations to the descent after a stop.
+    let search_evaluations = budget.evaluations - budget.evaluations / DESCENT_SHARE;
     // The least bound of the nodes not visited when the search stopped.
     let mut left = f64::INFINITY;
     while let Some(Reverse((bits, n))) = heap.pop() {
@@ -360,11 +395,16 @@ fn search(
             break;
         }
         let queued_bytes = seen.len().saturating_mul(2 * n.len() + 96);
-        if visited >= budget.visited
-            || s.cache.evaluations() >= budget.evaluations
-            || queued_bytes > MAX_QUEUE_BYTES
-        {
-            optimal = false;
+        stopped_by = if s.cache.evaluations() >= search_evaluations {
+            Some(Limit::Evaluations)
+        } else if visited >= budget.visited {
+            Some(Limit::Visited)
+        } else if queued_bytes > MAX_QUEUE_BYTES {
+            Some(Limit::QueueBytes)
+        } else {
+            None
+        };
+        if stopped_by.is_some() {
             left = bound;
             break;
         }
@@ -397,15 +437,16 @@ fn search(
             }
         }
     }
-    if !optimal {
-        s.descend()?;
-    }
+    let optimal = stopped_by.is_none();
+    let local_optimum = optimal || s.descend()?;
     Ok(s.best.map(|(glm, node)| PrunedPick {
         node,
         glm,
         evaluated: s.cache.evaluations(),
         visited,
         optimal,
+        stopped_by,
+        local_optimum,
         lower_bound: left.min(glm),
     }))
 }

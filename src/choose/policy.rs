@@ -179,15 +179,9 @@ pub struct Picked {
     pub note: String,
 }
 
-/// How far above `lower` `glm` is, in percent (0 when both are 0).
+/// How far above `lower` (> 0) `glm` is, in percent.
 fn gap_percent(glm: f64, lower: f64) -> f64 {
-    if lower > 0.0 {
-        (glm / lower - 1.0) * 100.0
-    } else if glm > 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    }
+    (glm / lower - 1.0) * 100.0
 }
 
 /// Fewer levels in total first, then lexicographically: the tie-break between equal nodes.
@@ -283,14 +277,32 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                         p.visited
                     )
                 } else {
+                    let stop = p
+                        .stopped_by
+                        .map_or_else(String::new, |l| l.describe(budget));
+                    let raise = if p.stopped_by == Some(crate::optimal::Limit::QueueBytes) {
+                        "its queue of nodes to visit filled the memory it may use"
+                    } else {
+                        "raise it with --pick-evaluations"
+                    };
+                    let local = if p.local_optimum {
+                        "no predecessor that meets them loses less"
+                    } else {
+                        "the greedy descent from it ran out of evaluations before a local optimum"
+                    };
+                    let gap = if p.lower_bound > 0.0 {
+                        format!(
+                            "its GLM {} is at most {:.2} % above the optimum (no node meeting them has a GLM below {})",
+                            p.glm,
+                            gap_percent(p.glm, p.lower_bound),
+                            p.lower_bound
+                        )
+                    } else {
+                        format!("its GLM is {}; no lower bound above 0 was proven", p.glm)
+                    };
                     format!(
-                        "the pruned search stopped at its budget of {} evaluations ({} nodes visited, {} evaluated with the greedy descent from its best node; raise it with --pick-evaluations): the node meets the requirements and no predecessor that meets them loses less; its GLM {} is at most {:.2} % above the optimum (no node meeting them has a GLM below {})",
-                        budget.evaluations,
-                        p.visited,
-                        p.evaluated,
-                        p.glm,
-                        gap_percent(p.glm, p.lower_bound),
-                        p.lower_bound
+                        "the pruned search stopped at its limit of {stop} ({raise}; {} nodes visited, {} evaluated with the greedy descent from its best node): the node meets the requirements and {local}; {gap}",
+                        p.visited, p.evaluated
                     )
                 },
             }),
@@ -304,6 +316,12 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             non_monotone.join(",")
         )
     };
+    if policy.evaluations.is_some() {
+        return Err(PbgError::argument(
+            "pick-evaluations",
+            format!("budgets the pruned pick, and this pick cannot prune ({note})"),
+        ));
+    }
     if lattice.size_exact() > crate::lattice::MAX_ENUMERATED {
         return Err(PbgError::argument(
             "pick",

@@ -93,7 +93,9 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             significance: a.significance.clone(),
             goal: a.goal.clone(),
             weights: a.weights.clone(),
-            evaluations: a.pick_evaluations.map(|n| n as usize),
+            evaluations: a
+                .pick_evaluations
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         },
         suppression_rule: a.suppression_rule.clone(),
     };
