@@ -262,23 +262,21 @@ fn a_hundred_qis_evaluate_and_pick() {
 fn a_pick_budget_reports_a_lower_bound_that_holds() {
     let dir = tempfile::tempdir().unwrap();
     let profile = generate(dir.path(), 8, 3000, 7);
-    let profile = profile.to_str().unwrap();
     let out = dir.path().join("r.parquet");
-    let run = |budget: &str| {
-        pbg_json(&[
-            "anonymize",
-            profile,
-            "--pick",
-            "--require",
-            "k>=5",
-            "--pick-evaluations",
-            budget,
-            "--output",
-            out.to_str().unwrap(),
-        ])
+    // `anonymize` picking with `pick` (after --pick) and the budget, or its error text.
+    let run = |pick: &[&str], budget: &str| {
+        let mut a = vec!["anonymize", profile.to_str().unwrap(), "--pick"];
+        a.extend_from_slice(pick);
+        a.extend(["--require", "k>=5", "--pick-evaluations", budget]);
+        a.extend(["--output", out.to_str().unwrap()]);
+        let o = pbg(&a);
+        match o.status.success() {
+            true => Ok(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()),
+            false => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+        }
     };
-    let stopped = run("4");
-    let full = run("20000");
+    let stopped = run(&[], "4").unwrap();
+    let full = run(&[], "20000").unwrap();
     assert_eq!(stopped["verified"], serde_json::json!(true), "{stopped}");
     assert_eq!(
         stopped["pick"]["optimal"],
@@ -299,37 +297,10 @@ fn a_pick_budget_reports_a_lower_bound_that_holds() {
         "{stopped} {full}"
     );
     assert_eq!(full["pick"]["glm_lower_bound"].as_f64(), Some(glm(&full)));
-    let refused = pbg(&[
-        "anonymize",
-        profile,
-        "--pick",
-        "--require",
-        "k>=5",
-        "--pick-evaluations",
-        "0",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert!(!refused.status.success());
-    let err = String::from_utf8_lossy(&refused.stderr);
+    let err = run(&[], "0").unwrap_err();
     assert!(err.contains("--pick-evaluations"), "{err}");
     // A pick that cannot prune refuses the budget instead of ignoring it.
-    let lex = pbg(&[
-        "anonymize",
-        profile,
-        "--pick",
-        "lex",
-        "--objectives",
-        "glm,k",
-        "--require",
-        "k>=5",
-        "--pick-evaluations",
-        "10",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert!(!lex.status.success());
-    let err = String::from_utf8_lossy(&lex.stderr);
+    let err = run(&["lex", "--objectives", "glm,k"], "10").unwrap_err();
     assert!(
         err.contains("pick-evaluations") && err.contains("cannot prune"),
         "{err}"
