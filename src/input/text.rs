@@ -1,7 +1,9 @@
 //! Values by their text: a batch column as keys into its distinct text forms, formatted once
 //! per distinct value. Every pass matches values this way, whatever type the reader chose.
 
-use arrow::array::{ArrayRef, AsArray, StringArray, UInt32Array};
+use std::collections::HashMap;
+
+use arrow::array::{Array, ArrayAccessor, ArrayRef, AsArray, StringArray, UInt32Array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, UInt32Type};
 
@@ -23,6 +25,13 @@ pub struct TextColumn {
 pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
     let dict_type =
         |v: &DataType| DataType::Dictionary(Box::new(DataType::UInt32), Box::new(v.clone()));
+    // Text (every column of a CSV input) is the hot case: encoded directly, see `strings`.
+    match column.data_type() {
+        DataType::Utf8 => return strings(column.as_string::<i32>()),
+        DataType::LargeUtf8 => return strings(column.as_string::<i64>()),
+        DataType::Utf8View => return strings(column.as_string_view()),
+        _ => {}
+    }
     let dict = match column.data_type() {
         DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::Utf8View) => {
             cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?
@@ -41,9 +50,53 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
     })
 }
 
+/// Text values as keys into their distinct values, in order of first appearance (as arrow's
+/// dictionary cast gives them), with one map probe per row; a row equal to the row before reuses
+/// its key without hashing (runs are common in low-cardinality columns). About twice as fast as
+/// the cast, whose builder returns a `Result` per row.
+fn strings<'a, A>(column: A) -> Result<TextColumn>
+where
+    A: ArrayAccessor<Item = &'a str>,
+{
+    let n = column.len();
+    let mut index: HashMap<&'a str, u32, ahash::RandomState> =
+        HashMap::with_capacity_and_hasher(64, ahash::RandomState::new());
+    let mut distinct: Vec<&'a str> = Vec::new();
+    let mut keys: Vec<u32> = Vec::with_capacity(n);
+    let mut last: Option<(&'a str, u32)> = None;
+    for row in 0..n {
+        if column.is_null(row) {
+            keys.push(0);
+            continue;
+        }
+        let v = column.value(row);
+        let key = match last {
+            Some((l, k)) if l == v => k,
+            _ => {
+                let k = match index.get(v) {
+                    Some(&k) => k,
+                    None => {
+                        let k = u32::try_from(distinct.len())
+                            .map_err(|_| arrow::error::ArrowError::DictionaryKeyOverflowError)?;
+                        index.insert(v, k);
+                        distinct.push(v);
+                        k
+                    }
+                };
+                last = Some((v, k));
+                k
+            }
+        };
+        keys.push(key);
+    }
+    Ok(TextColumn {
+        keys: UInt32Array::new(keys.into(), column.logical_nulls()),
+        values: StringArray::from_iter_values(distinct),
+    })
+}
+
 /// Nested values (structs, lists, maps) as their display text, which no cast provides.
 fn display_text(column: &ArrayRef) -> Result<ArrayRef> {
-    use arrow::array::Array;
     use arrow::util::display::{ArrayFormatter, FormatOptions};
     let formatter = ArrayFormatter::try_new(column.as_ref(), &FormatOptions::default())?;
     let values: StringArray = (0..column.len())
@@ -56,4 +109,51 @@ fn display_text(column: &ArrayRef) -> Result<ArrayRef> {
         })
         .collect();
     Ok(std::sync::Arc::new(values))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{LargeStringArray, StringViewArray};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every row's text through `text_column`, None for nulls.
+    fn texts(t: &TextColumn) -> Vec<Option<String>> {
+        (0..t.keys.len())
+            .map(|r| {
+                t.keys
+                    .is_valid(r)
+                    .then(|| t.values.value(t.keys.value(r) as usize).to_string())
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// The direct text encoder gives every row its own text (nulls null), with the distinct
+        /// values in the order arrow's dictionary cast gives them, for all three text types.
+        #[test]
+        fn strings_match_the_dictionary_cast(
+            rows in proptest::collection::vec(
+                proptest::option::weighted(0.9, "[a-c]{0,2}|\\PC{0,3}"), 0..200),
+        ) {
+            let want: Vec<Option<String>> = rows.clone();
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(StringArray::from(rows.clone())),
+                Arc::new(LargeStringArray::from(rows.clone())),
+                Arc::new(StringViewArray::from(rows.clone())),
+            ];
+            let utf8 = Arc::new(StringArray::from(rows)) as ArrayRef;
+            let dict_type = DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8));
+            let cast_dict = cast(&utf8, &dict_type).unwrap();
+            let cast_values = cast_dict.as_dictionary::<UInt32Type>().values().as_string::<i32>().clone();
+            for c in &columns {
+                let t = text_column(c).unwrap();
+                prop_assert_eq!(texts(&t), want.clone());
+                prop_assert_eq!(&t.values, &cast_values);
+            }
+        }
+    }
 }
