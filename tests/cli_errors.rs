@@ -428,3 +428,36 @@ fn refusals_name_their_flag() {
     ]);
     assert!(err.contains("must be NAME=HIERARCHY_CSV"), "{err}");
 }
+
+/// The options of a pick are refused beside `--node` rather than silently ignored (clap drops a
+/// `requires` whose target conflicts with a present argument, so each option conflicts itself).
+#[test]
+fn pick_options_refused_with_a_node() {
+    let node = "0,0,0,0,0,0,0,0";
+    for (flag, value) in [
+        ("--minimize", "glm"),
+        ("--maximize", "k"),
+        ("--objectives", "k,glm"),
+        ("--significance", "0,0"),
+        ("--goal", "1,1"),
+        ("--weights", "1,1"),
+        ("--pick-evaluations", "5"),
+    ] {
+        let out = pbg(&[
+            "anonymize",
+            ADULT,
+            "--node",
+            node,
+            flag,
+            value,
+            "--output",
+            "/nonexistent/x.csv",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} accepted beside --node");
+        assert!(
+            err.contains(flag) && err.contains("--node"),
+            "{flag}: {err}"
+        );
+    }
+}

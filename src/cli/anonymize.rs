@@ -33,26 +33,46 @@ pub struct AnonymizeArgs {
     #[command(flatten)]
     policy: PolicyArgs,
     /// With --pick: the index to minimize (k, l, l_entropy, suppressed, glm, cm, ...).
-    #[arg(long, value_name = "INDEX", requires = "pick")]
+    #[arg(long, value_name = "INDEX", requires = "pick", conflicts_with = "node")]
     minimize: Option<String>,
     /// With --pick: the index to maximize.
-    #[arg(long, value_name = "INDEX", requires = "pick")]
+    #[arg(long, value_name = "INDEX", requires = "pick", conflicts_with = "node")]
     maximize: Option<String>,
     /// With --pick lex|goal|wtd: the objectives, e.g. k,l,glm (LEX: most important first).
-    #[arg(long, value_name = "O1,O2,..", requires = "pick")]
+    #[arg(
+        long,
+        value_name = "O1,O2,..",
+        requires = "pick",
+        conflicts_with = "node"
+    )]
     objectives: Option<String>,
     /// With --pick lex: significance per objective (differences up to it do not count).
-    #[arg(long, value_name = "E1,E2,..", requires = "pick")]
+    #[arg(
+        long,
+        value_name = "E1,E2,..",
+        requires = "pick",
+        conflicts_with = "node"
+    )]
     significance: Option<String>,
     /// With --pick goal: the goal vector, in the objectives' units.
-    #[arg(long, value_name = "G1,G2,..", requires = "pick")]
+    #[arg(
+        long,
+        value_name = "G1,G2,..",
+        requires = "pick",
+        conflicts_with = "node"
+    )]
     goal: Option<String>,
     /// With --pick wtd: weights per objective (default all 1).
-    #[arg(long, value_name = "W1,W2,..", requires = "pick")]
+    #[arg(
+        long,
+        value_name = "W1,W2,..",
+        requires = "pick",
+        conflicts_with = "node"
+    )]
     weights: Option<String>,
     /// With --pick --minimize glm under monotone requirements: the evaluations the pruned search
     /// may make before it stops unproven (default: 200 million encoded rows' worth, at least 64).
-    #[arg(long, value_name = "N", requires = "pick", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", requires = "pick", conflicts_with = "node", value_parser = clap::value_parser!(u64).range(1..))]
     pick_evaluations: Option<u64>,
     /// Which classes the suppression limit removes: `requirements` (default with --require: only
     /// the classes smaller than the required k) or `dbsec` (the papers' rule: the smallest

@@ -52,8 +52,9 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
 
 /// Text values as keys into their distinct values, in order of first appearance (as arrow's
 /// dictionary cast gives them), with one map probe per row; a row equal to the row before reuses
-/// its key without hashing (runs are common in low-cardinality columns). About twice as fast as
-/// the cast, whose builder returns a `Result` per row.
+/// its key without hashing (runs are common in low-cardinality columns). Replaces arrow's cast,
+/// whose builder returns a `Result` per row (a fifth of a 3 M-row CSV anonymize's CPU) and which
+/// took Utf8View through Utf8 first.
 fn strings<'a, A>(column: A) -> Result<TextColumn>
 where
     A: ArrayAccessor<Item = &'a str>,
