@@ -139,7 +139,7 @@ fn kept_release_is_in_input_order() {
     let (ds, kept) = pbg::input::block_on(pbg::statistics::statistics_with(
         &ctx,
         &profile,
-        pbg::release::KeptRows::new(pbg::release::KEEP_LIMIT),
+        pbg::release::KeptRows::new(pbg::release::KEEP_LIMIT, None),
     ))
     .unwrap()
     .unwrap();
@@ -188,14 +188,29 @@ fn the_plan_is_the_fallback() {
         pbg::input::block_on(pbg::statistics::statistics_with(
             &ctx,
             &profile,
-            KeptRows::new(limit),
+            KeptRows::new(limit, None),
         ))
         .unwrap()
         .unwrap()
     };
     let (_, none) = run(1000);
     assert!(none.batches().is_none());
+    // A session pool too small for the rows stops the keeping too.
+    let small: Arc<dyn datafusion::execution::memory_pool::MemoryPool> = Arc::new(
+        datafusion::execution::memory_pool::GreedyMemoryPool::new(4096),
+    );
+    let (_, refused) = pbg::input::block_on(pbg::statistics::statistics_with(
+        &ctx,
+        &profile,
+        KeptRows::new(pbg::release::KEEP_LIMIT, Some(&small)),
+    ))
+    .unwrap()
+    .unwrap();
+    assert!(refused.batches().is_none());
+    assert_eq!(small.reserved(), 0, "the pool gets the bytes back");
     let (ds, kept) = run(pbg::release::KEEP_LIMIT);
+    // One byte per key (nine columns of at most 256 distinct values per batch), not four.
+    assert!(kept.bytes() < 30162 * 9 * 2, "{} bytes kept", kept.bytes());
     let ev = pbg::Evaluator::new(Arc::new(ds)).unwrap();
     let node = [3, 1, 1, 2, 1, 1, 2, 0];
     let a = dir.path().join("a.csv");

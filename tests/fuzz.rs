@@ -159,7 +159,7 @@ proptest! {
         let Ok(Ok((ds, kept))) = pbg::input::block_on(pbg::statistics::statistics_with(
             &ctx,
             &profile,
-            KeptRows::new(KEEP_LIMIT),
+            KeptRows::new(KEEP_LIMIT, None),
         )) else {
             return Ok(());
         };

@@ -1,16 +1,18 @@
 //! The rows of a text input (CSV), kept by pass 1 as text columns (each batch's keys into its
-//! distinct values), so that the release of the chosen node is written without parsing the input
-//! a second time. Kept within a byte budget shared by the partitions; past it, nothing is kept
-//! and the release reads the input again ([`super::stream`]). Kept batches are released as text
+//! distinct values, in the narrowest width that holds them), so that the release of the chosen
+//! node is written without parsing the input a second time. Kept within a byte budget shared by
+//! the partitions and reserved in the session's memory pool; past either, nothing is kept and
+//! the release reads the input again ([`super::stream`]). Kept batches are released as text
 //! ([`super::text`]) in parallel and written in input order.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use arrow::array::Array;
-use arrow::datatypes::Schema;
+use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use arrow::datatypes::{Schema, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use rayon::prelude::*;
 
 use super::fingerprint::Fingerprint;
@@ -20,9 +22,10 @@ use crate::error::Result;
 use crate::evaluate::Evaluator;
 use crate::statistics::Companion;
 
-/// Bytes of kept rows pass 1 may hold (keys and distinct values; about 40 bytes per row of a
-/// nine-column table): past it the release reads the input again.
-pub const KEEP_LIMIT: usize = 256 << 20;
+/// Bytes of kept rows pass 1 may hold (keys and distinct values; about 10 bytes per row of a
+/// nine-column table of person data, whose columns have at most 256 distinct values per batch):
+/// past it the release reads the input again. 30 M such rows fit.
+pub const KEEP_LIMIT: usize = 512 << 20;
 
 /// Batches the release encodes in parallel before writing them (bounds the encoded bytes held).
 const WINDOW: usize = 16;
@@ -33,13 +36,83 @@ struct Budget {
     limit: usize,
     used: AtomicUsize,
     exceeded: AtomicBool,
+    /// The bytes held, reserved in the session's memory pool (when given one).
+    reservation: Option<MemoryReservation>,
+}
+
+impl Budget {
+    /// Takes `bytes` more from the budget and the pool; false (and nothing taken) past either.
+    fn take(&self, bytes: usize) -> bool {
+        if self.exceeded.load(Ordering::Relaxed) {
+            return false;
+        }
+        let used = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        used <= self.limit
+            && self
+                .reservation
+                .as_ref()
+                .is_none_or(|r| r.try_grow(bytes).is_ok())
+    }
+
+    /// Gives up keeping: every partition drops what it holds, and the pool gets it back.
+    fn exceed(&self) {
+        self.exceeded.store(true, Ordering::Relaxed);
+        if let Some(r) = &self.reservation {
+            r.free();
+        }
+    }
+}
+
+/// One kept column: the keys of its rows in the narrowest unsigned width that holds its distinct
+/// values (one byte per row for most columns of person data, a quarter of the text form's keys).
+#[derive(Debug, Clone)]
+struct KeptColumn {
+    keys: ArrayRef,
+    values: arrow::array::StringArray,
+}
+
+impl KeptColumn {
+    fn narrow(text: &TextColumn) -> Self {
+        let keys: ArrayRef = match text.values.len() {
+            0..=256 => Arc::new(text.keys.unary::<_, UInt8Type>(|k| k as u8)),
+            257..=65536 => Arc::new(text.keys.unary::<_, UInt16Type>(|k| k as u16)),
+            _ => Arc::new(text.keys.clone()),
+        };
+        KeptColumn {
+            keys,
+            values: text.values.clone(),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.keys.get_array_memory_size() + self.values.get_array_memory_size()
+    }
+
+    /// The column's text form again (keys widened back, nulls kept).
+    fn text(&self) -> TextColumn {
+        let keys: UInt32Array = match self.keys.data_type() {
+            arrow::datatypes::DataType::UInt8 => self
+                .keys
+                .as_primitive::<UInt8Type>()
+                .unary::<_, UInt32Type>(u32::from),
+            arrow::datatypes::DataType::UInt16 => self
+                .keys
+                .as_primitive::<UInt16Type>()
+                .unary::<_, UInt32Type>(u32::from),
+            _ => self.keys.as_primitive::<UInt32Type>().clone(),
+        };
+        TextColumn {
+            keys,
+            values: self.values.clone(),
+        }
+    }
 }
 
 /// One kept batch: every column of the input as text.
 #[derive(Debug, Clone)]
 pub struct KeptBatch {
     rows: usize,
-    columns: Vec<TextColumn>,
+    columns: Vec<KeptColumn>,
 }
 
 /// The rows pass 1 keeps for the release (a [`Companion`] of the statistics scan).
@@ -50,15 +123,26 @@ pub struct KeptRows {
 }
 
 impl KeptRows {
-    /// Keeps rows up to `limit` bytes (0: keeps nothing and reads only the counted columns).
-    pub fn new(limit: usize) -> Self {
+    /// Keeps rows up to `limit` bytes (0: keeps nothing and reads only the counted columns),
+    /// reserving them in `pool` when given one (a pool that refuses also stops the keeping).
+    pub fn new(limit: usize, pool: Option<&Arc<dyn MemoryPool>>) -> Self {
         KeptRows {
             budget: Arc::new(Budget {
                 limit,
                 used: AtomicUsize::new(0),
                 exceeded: AtomicBool::new(limit == 0),
+                reservation: pool.map(|p| MemoryConsumer::new("pbg kept rows").register(p)),
             }),
             batches: Vec::new(),
+        }
+    }
+
+    /// The bytes the kept rows hold (0 once given up).
+    pub fn bytes(&self) -> usize {
+        if self.budget.exceeded.load(Ordering::Relaxed) {
+            0
+        } else {
+            self.budget.used.load(Ordering::Relaxed)
         }
     }
 
@@ -69,7 +153,7 @@ impl KeptRows {
     }
 
     fn give_up(&mut self) {
-        self.budget.exceeded.store(true, Ordering::Relaxed);
+        self.budget.exceed();
         self.batches = Vec::new();
     }
 }
@@ -96,18 +180,17 @@ impl Companion for KeptRows {
             self.batches = Vec::new();
             return Ok(());
         }
-        let bytes: usize = texts
-            .iter()
-            .map(|t| t.keys.get_array_memory_size() + t.values.get_array_memory_size())
-            .sum();
-        let used = self.budget.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        if used > self.budget.limit {
+        let columns: Vec<KeptColumn> = texts.iter().map(KeptColumn::narrow).collect();
+        if !self
+            .budget
+            .take(columns.iter().map(KeptColumn::bytes).sum())
+        {
             self.give_up();
             return Ok(());
         }
         self.batches.push(KeptBatch {
             rows: batch.num_rows(),
-            columns: texts.to_vec(),
+            columns,
         });
         Ok(())
     }
@@ -132,14 +215,41 @@ pub fn write_kept_csv(
 ) -> Result<(u64, Fingerprint)> {
     let release = TextRelease::new(ev, node)?;
     let mut file = CsvRelease::create(path, &release)?;
-    for window in kept.chunks(WINDOW) {
-        let parts: Vec<Result<ReleasedText>> = window
-            .par_iter()
-            .map(|b| release.batch(b.rows, &b.columns))
-            .collect();
-        for part in parts {
-            file.append(part?)?;
-        }
-    }
-    file.finish()
+    // A writer thread appends one window while the next is released in parallel: the kernel's
+    // copy into the file is about as long as the release itself.
+    let (send, receive) = std::sync::mpsc::sync_channel::<ReleasedText>(WINDOW);
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || -> Result<(u64, Fingerprint)> {
+            for part in receive {
+                file.append(part)?;
+            }
+            file.finish()
+        });
+        let released = (|| -> Result<()> {
+            for window in kept.chunks(WINDOW) {
+                let parts = window
+                    .par_iter()
+                    .map(|b| {
+                        let columns: Vec<TextColumn> =
+                            b.columns.iter().map(KeptColumn::text).collect();
+                        release.batch(b.rows, &columns)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for part in parts {
+                    if send.send(part).is_err() {
+                        // The writer stopped on an error, which it returns.
+                        return Ok(());
+                    }
+                }
+            }
+            Ok(())
+        })();
+        drop(send);
+        let written = match writer.join() {
+            Ok(written) => written,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        released?;
+        written
+    })
 }

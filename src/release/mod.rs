@@ -179,11 +179,14 @@ pub fn anonymize_in(
         .get_extension::<input::Distributed>()
         .is_some();
     // A CSV release of a text input is written from the rows pass 1 keeps (when they fit).
-    let keep = KeptRows::new(if format == OutputFormat::Csv && !distributed {
-        KEEP_LIMIT
-    } else {
-        0
-    });
+    let keep = KeptRows::new(
+        if format == OutputFormat::Csv && !distributed {
+            KEEP_LIMIT
+        } else {
+            0
+        },
+        Some(&ctx.runtime_env().memory_pool),
+    );
     let (dataset, kept) = block_on(crate::statistics::statistics_with(ctx, profile, keep))??;
     if format == OutputFormat::Csv {
         for (i, f) in dataset.schema.fields().iter().enumerate() {
@@ -233,6 +236,8 @@ pub fn anonymize_in(
         }
         None => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
     };
+    // The verifier's pass gets the kept rows' memory back.
+    drop(kept);
     let t3 = Instant::now();
     stage("verifying the release");
     // Without the fingerprint of what the writer was given (the executors wrote it), the verifier
