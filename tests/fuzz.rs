@@ -139,7 +139,7 @@ proptest! {
         level in 0u8..4,
         limit in prop_oneof![Just("0"), Just("20%"), Just("60%")],
     ) {
-        use pbg::release::{KEEP_LIMIT, KeptRows, write_kept_csv, write_release};
+        use pbg::release::{KEEP_LIMIT, KeptRows, write_kept_csv, write_kept_release, write_release};
         let dir = tempfile::tempdir().unwrap();
         let mut text = header.join(",") + "\n";
         for r in &rows {
@@ -185,6 +185,21 @@ proptest! {
             }
             (Err(_), Err(_)) => {}
             (x, y) => prop_assert!(false, "one path failed: kept {x:?}, plan {y:?}"),
+        }
+        // A Parquet release: the release plan over the kept rows writes the same file as over
+        // the input read again.
+        let (c, d) = (dir.path().join("c.parquet"), dir.path().join("d.parquet"));
+        let batches = kept.into_batches().unwrap();
+        let parquet = pbg::io::OutputFormat::Parquet;
+        let kept_result = pbg::input::block_on(write_kept_release(&ctx, &ev, &node, batches, &c, parquet)).unwrap();
+        let plan_result = pbg::input::block_on(write_release(&ctx, &ev, &node, &d, parquet)).unwrap();
+        match (kept_result, plan_result) {
+            (Ok(x), Ok((rows, fp))) => {
+                prop_assert_eq!(x, (rows, fp.unwrap()));
+                prop_assert!(fs::read(&c).unwrap() == fs::read(&d).unwrap(), "Parquet releases differ");
+            }
+            (Err(_), Err(_)) => {}
+            (x, y) => prop_assert!(false, "one Parquet path failed: kept {x:?}, plan {y:?}"),
         }
     }
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
-use arrow::datatypes::{Schema, UInt8Type, UInt16Type, UInt32Type};
+use arrow::compute::{cast, take};
+use arrow::datatypes::{Schema, SchemaRef, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use rayon::prelude::*;
@@ -115,6 +116,26 @@ pub struct KeptBatch {
     columns: Vec<KeptColumn>,
 }
 
+impl KeptBatch {
+    /// The batch as read again: each column's text in the type `schema` gives it.
+    pub fn record_batch(&self, schema: &SchemaRef) -> Result<RecordBatch> {
+        let columns = self
+            .columns
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| {
+                let text = take(&c.values, c.keys.as_ref(), None)?;
+                Ok(if f.data_type() == text.data_type() {
+                    text
+                } else {
+                    cast(&text, f.data_type())?
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    }
+}
+
 /// The rows pass 1 keeps for the release (a [`Companion`] of the statistics scan).
 #[derive(Debug, Clone)]
 pub struct KeptRows {
@@ -150,6 +171,11 @@ impl KeptRows {
     /// when the input was not all text or did not fit the budget.
     pub fn batches(&self) -> Option<&[KeptBatch]> {
         (!self.budget.exceeded.load(Ordering::Relaxed)).then_some(self.batches.as_slice())
+    }
+
+    /// The kept batches, moved out (see [`Self::batches`]).
+    pub fn into_batches(self) -> Option<Arc<[KeptBatch]>> {
+        (!self.budget.exceeded.load(Ordering::Relaxed)).then(|| self.batches.into())
     }
 
     fn give_up(&mut self) {

@@ -9,6 +9,7 @@ mod check;
 mod fingerprint;
 mod job;
 mod kept;
+mod kept_table;
 mod ordered;
 mod plan;
 mod stream;
@@ -19,6 +20,7 @@ pub use check::{ReleaseCheck, check_release_alone, confirm, verify_release, veri
 pub use fingerprint::{Fingerprint, FingerprintExec, FingerprintFunc, fingerprint};
 pub use job::{Job, suppression_rule};
 pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
+pub use kept_table::write_kept_release;
 pub use plan::{release_frame, release_plan, same_columns, suppressed_classes};
 pub use stream::write_streamed_csv;
 pub use text::{CsvRelease, ReleasedText, TextRelease};
@@ -70,8 +72,8 @@ pub struct ReleaseSummary {
     pub rows_released: u64,
     /// Rows suppressed.
     pub suppressed: u64,
-    /// Times the input was read: 1 when the release was written from the rows pass 1 kept (a CSV
-    /// release of a text input that fits [`KEEP_LIMIT`]), else 2.
+    /// Times the input was read: 1 when the release was written from the rows pass 1 kept (the
+    /// release of a text input that fits [`KEEP_LIMIT`], on one machine), else 2.
     pub input_reads: u32,
     /// The suppression threshold j: rows of classes of size ≤ j were suppressed.
     pub threshold: u64,
@@ -135,7 +137,8 @@ pub async fn write_frame(
 }
 
 /// The whole batch job: pass 1 into statistics, `choose` a node on them, pass 2 (the release plan,
-/// or for a CSV release of a CSV input the text release of the kept rows or of ordered ranges)
+/// over the rows pass 1 kept of a text input when they fit; a CSV release of a text input is
+/// written as text from the kept rows or from ordered ranges)
 /// into a temporary file beside `output`, the independent check of that file, then the rename. A
 /// failure at any step (or a kill) leaves `output` as it was; an output that is (or is inside, or
 /// matches) the input is refused before anything is read.
@@ -178,13 +181,9 @@ pub fn anonymize_in(
         .config()
         .get_extension::<input::Distributed>()
         .is_some();
-    // A CSV release of a text input is written from the rows pass 1 keeps (when they fit).
+    // The release of a text input is written from the rows pass 1 keeps (when they fit).
     let keep = KeptRows::new(
-        if format == OutputFormat::Csv && !distributed {
-            KEEP_LIMIT
-        } else {
-            0
-        },
+        if distributed { 0 } else { KEEP_LIMIT },
         Some(&ctx.runtime_env().memory_pool),
     );
     let (dataset, kept) = block_on(crate::statistics::statistics_with(ctx, profile, keep))??;
@@ -216,8 +215,9 @@ pub fn anonymize_in(
     let indices = ev.evaluate(&node)?;
     let t2 = Instant::now();
     stage("pass 2: writing the release");
-    // A CSV release of a text input: from the kept rows, else read again in ordered ranges;
-    // anything else through the release plan.
+    // The release of a text input comes from the kept rows (CSV as text, Parquet through the
+    // release plan over them); else a CSV release reads the input again in ordered ranges, and
+    // anything else goes through the release plan over the input.
     let text = ev
         .dataset()
         .schema
@@ -225,19 +225,21 @@ pub fn anonymize_in(
         .iter()
         .all(|f| text::is_text(f.data_type()));
     let temp = file.temp_path();
-    let (input_reads, (rows_out, written)) = match kept.batches() {
-        Some(batches) => {
-            let (rows, fp) = write_kept_csv(&ev, &node, batches, temp)?;
+    let (input_reads, (rows_out, written)) = match (kept.into_batches(), format) {
+        (Some(batches), OutputFormat::Csv) => {
+            let (rows, fp) = write_kept_csv(&ev, &node, &batches, temp)?;
             (1, (rows, Some(fp)))
         }
-        None if format == OutputFormat::Csv && text && !distributed => {
+        (Some(batches), _) => {
+            let (rows, fp) = block_on(write_kept_release(ctx, &ev, &node, batches, temp, format))??;
+            (1, (rows, Some(fp)))
+        }
+        (None, OutputFormat::Csv) if text && !distributed => {
             let (rows, fp) = block_on(write_streamed_csv(ctx, &ev, &node, temp))??;
             (2, (rows, Some(fp)))
         }
-        None => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
+        (None, _) => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
     };
-    // The verifier's pass gets the kept rows' memory back.
-    drop(kept);
     let t3 = Instant::now();
     stage("verifying the release");
     // Without the fingerprint of what the writer was given (the executors wrote it), the verifier
