@@ -1,8 +1,10 @@
 //! Singleton implication: a node with more than η tuples alone in their class suppresses nothing,
 //! nor does any node below it, so its k, l, GLM, precision and non-uniform entropy follow without
 //! its classes. Checked against full evaluations: the implied values, the probe that claims it
-//! (never without the classes showing it), the packed cover it is tried on, and PBG-EA's fronts.
+//! (never without the classes showing it), the packed cover it is tried on, and PBG-EA's fronts;
+//! likewise the probe's other claim, a node failing `k >= K` from its small classes.
 
+use pbg::evaluate::Probed;
 use pbg::indices::{INDICES, SingletonIndices};
 use pbg::objective::values;
 use pbg::search::{EaConfig, pbg_ea};
@@ -156,4 +158,58 @@ fn search_reports_implied_nodes() {
         "{v}"
     );
     assert!(v["probes"].as_u64().is_some(), "{v}");
+}
+
+/// At each of `nodes` and each K: what the probe settles agrees with the full tables. It claims
+/// `FailsK` only where more than η tuples lie in classes smaller than K (and then the node's k is
+/// below K), `SingletonRich` only where the tables show more than η singletons, and otherwise
+/// returns exactly the direct tables. Returns how many nodes it showed failing.
+fn check_probes(ev: &Evaluator, nodes: &[Vec<u8>]) -> usize {
+    let eta = ev.dataset().eta;
+    let mut failing = 0;
+    for node in nodes {
+        let tables = ev.tables(node).unwrap();
+        let full = ev.indices(node, &tables);
+        for (k, singletons) in [2u64, 3, 5, 10]
+            .into_iter()
+            .flat_map(|k| [(k, true), (k, false)])
+        {
+            let small: u64 = tables.sens.sizes().map(|(s, _)| s).filter(|&s| s < k).sum();
+            match ev.tables_unless_decided(node, singletons, Some(k)).unwrap() {
+                Probed::FailsK => {
+                    assert!(small > eta, "{node:?} k {k}: {small} small tuples");
+                    assert!(full.k < k, "{node:?} k {k}: k = {}", full.k);
+                    failing += 1;
+                }
+                Probed::SingletonRich => {
+                    assert!(singletons, "{node:?}: singletons not asked for");
+                    assert!(Evaluator::singleton_tuples(&tables) > eta, "{node:?}");
+                }
+                Probed::Tables(t) => assert_eq!(t, tables, "tables at {node:?}"),
+            }
+        }
+    }
+    failing
+}
+
+/// The probe's `k >= K` claims on adult (row parts by age, country, ...) and on a generated
+/// 10-QI table of 150,000 rows (above the row count from which searches probe), under the full
+/// and the class-only evaluator; nodes drawn at random, so some lie above every row part's level
+/// (every row's key then) and some below (a part's rows only).
+#[test]
+fn probes_fail_k_only_where_the_tables_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let wide = evaluator_at(&generate(dir.path(), 10, 150_000, 8));
+    let adult = evaluator("datasets/adult/adult.toml");
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    for ev in [&adult, &wide] {
+        let heights = ev.lattice().heights().to_vec();
+        let nodes: Vec<Vec<u8>> = (0..40)
+            .map(|_| heights.iter().map(|&h| rng.random_range(0..=h)).collect())
+            .chain([ev.lattice().top()])
+            .collect();
+        let failing = check_probes(ev, &nodes);
+        assert!(failing >= 10, "only {failing} claims of failure");
+        assert_eq!(check_probes(&ev.class_only().unwrap(), &nodes), failing);
+    }
 }

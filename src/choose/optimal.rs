@@ -20,6 +20,10 @@
 //! better, so the incumbent is optimal (ties to fewer levels, then lexicographic order, as the
 //! exhaustive pick).
 //!
+//! From [`IMPLY_MIN_ROWS`] encoded rows most failing nodes are not evaluated whole: a look at one
+//! hash part of their classes ([`Evaluator::tables_unless_decided`]) shows more than η tuples
+//! alone in their class, or in classes smaller than the k required, and either fails the node.
+//!
 //! On wide tables the nodes whose bound is below the optimum can need thousands of probes, so a
 //! [`Budget`] of evaluations (by default scaled to the table's rows) stops the search; the
 //! incumbent is then improved by a greedy descent and returned unproven, with the least bound of
@@ -33,6 +37,7 @@ use crate::evaluate::Evaluator;
 use crate::indices::Index;
 use crate::lattice::Node;
 use crate::policy::{Requirement, finer};
+use crate::requirement::Op;
 use crate::search::cache::EvaluationCache;
 
 /// Nodes the best-first order may visit before the pick stops unproven.
@@ -202,6 +207,9 @@ impl Pick<'_> {
     /// candidate.
     fn meets(&mut self, n: &[u8]) -> Result<bool> {
         self.cache.evaluate(&[n.to_vec()])?;
+        if self.cache.fails_k(n) {
+            return Ok(false);
+        }
         let Some(v) = self.cache.values(n, &self.wanted) else {
             return Ok(false);
         };
@@ -313,6 +321,22 @@ impl Pick<'_> {
     }
 }
 
+/// The least class size `require` accepts: the largest K of its `k >= K` (`k > K - 1`).
+fn least_k(require: &[Requirement]) -> Option<u64> {
+    require
+        .iter()
+        .filter(|r| r.measure == Index::K)
+        .filter_map(|r| match r.op {
+            Op::Ge => Some(r.value.ceil()),
+            Op::Gt => Some(r.value.floor() + 1.0),
+            _ => None,
+        })
+        .filter(|k| k.is_finite() && *k >= 1.0)
+        // Saturates at u64::MAX for absurd bounds: no class is that large, so all fail.
+        .map(|k| k as u64)
+        .max()
+}
+
 /// The node of least GLM meeting `require` (every requirement monotone: see
 /// [`Requirement::is_monotone`]), found without enumerating the lattice. `ev` must compute the
 /// indices the requirements read. None when not even the top node meets them.
@@ -356,9 +380,10 @@ fn search(
     let mut s = Pick {
         ev,
         require,
-        // Nodes below one with more than η singleton tuples fail any k >= 2 unevaluated.
+        // Nodes below one with more than η singleton tuples fail any k >= 2 unevaluated, and so
+        // do those whose probe shows more than η tuples in classes smaller than the k required.
         cache: if imply {
-            EvaluationCache::wanting(ev, &wanted)
+            EvaluationCache::wanting(ev, &wanted).failing_k(least_k(require))
         } else {
             EvaluationCache::new(ev)
         },

@@ -197,6 +197,39 @@ impl<'a> NodeGather<'a> {
     }
 }
 
+impl NodeGather<'_> {
+    /// Writes the class key of each of `rows` into `out` (same length), QI by QI like
+    /// [`Self::fill`], for a probe of some rows only.
+    pub(crate) fn fill_rows(
+        &self,
+        qis: &[EncodedQi],
+        layout: &KeyLayout,
+        rows: &[u32],
+        out: &mut [u64],
+    ) {
+        out.fill(0);
+        for (d, q) in qis.iter().enumerate() {
+            if self.top[d] {
+                continue;
+            }
+            let shift = layout.shift(d);
+            let leaf: &[u32] = q.codes.values();
+            match self.groups[d] {
+                None => {
+                    for (k, &r) in out.iter_mut().zip(rows) {
+                        *k |= (leaf[r as usize] as u64) << shift;
+                    }
+                }
+                Some(groups) => {
+                    for (k, &r) in out.iter_mut().zip(rows) {
+                        *k |= (groups[leaf[r as usize] as usize] as u64) << shift;
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl CellTable {
     /// Direct evaluation: groups the rows of `qis` at `node` with their `values` (sensitive or
     /// class codes), in parallel over row chunks. `class_keys` are the node's keys, with every

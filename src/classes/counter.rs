@@ -89,6 +89,15 @@ impl Counter {
         }
     }
 
+    /// The counts of the keys, in no particular order.
+    pub(crate) fn counts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.keys
+            .iter()
+            .zip(&self.counts)
+            .filter(|(k, _)| **k != EMPTY)
+            .map(|(_, &c)| c)
+    }
+
     /// The (key, count) pairs, in no particular order (counts at full width).
     pub(crate) fn into_pairs(self) -> Vec<(u64, u64)> {
         self.keys

@@ -90,34 +90,49 @@ where
     Ok(sorted.concat())
 }
 
-/// Exact count of the tuples alone in their class among the classes whose key hashes into one
-/// part of `parts` (a power of two): every row of a class has its key, so each class is counted
-/// whole or not at all, and the count is a lower bound of the table's singleton tuples that
-/// costs one pass over the keys and a table of about `keys.len() / parts` entries.
-pub(crate) fn singletons_in_part(keys: &[u64], weights: Option<&[u64]>, parts: u64) -> u64 {
-    let shift = 64 - parts.trailing_zeros();
-    let in_part =
-        |k: u64| parts <= 1 || k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) >> shift == 0;
-    let pairs: Vec<(u64, u64)> = keys
-        .par_chunks(CHUNK_ROWS)
-        .enumerate()
-        .flat_map_iter(|(c, chunk)| {
-            chunk
-                .iter()
-                .enumerate()
-                .filter(move |&(_, &k)| in_part(k))
-                .map(move |(i, &k)| (k, weights.map_or(1, |w| w[c * CHUNK_ROWS + i])))
-        })
-        .collect();
-    let mut counter = Counter::with_capacity(pairs.len().min(1 << 16));
-    for &(k, w) in &pairs {
-        counter.add(k, w);
+/// Tuples in small classes among those of one hash part of the classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PartCounts {
+    /// Tuples alone in their class.
+    pub alone: u64,
+    /// Tuples in classes of fewer than the `below` asked for.
+    pub small: u64,
+}
+
+/// Exact counts of the tuples alone in their class and of those in classes of fewer than
+/// `below` tuples, among the classes whose key hashes into part `part` of `parts` (a power of
+/// two): each class is counted whole or not at all, so the parts' counts add up to the table's,
+/// and any one of them is a lower bound of it, for one pass over the keys and a table of about
+/// `keys.len() / parts` entries.
+pub(crate) fn small_tuples_in_part(
+    keys: &[u64],
+    weights: Option<&[u64]>,
+    parts: u64,
+    part: u64,
+    below: u64,
+) -> PartCounts {
+    let mut counter = Counter::with_capacity((keys.len() / parts.max(1) as usize).min(1 << 16));
+    let weight = |i: usize| weights.map_or(1, |w| w[i]);
+    if parts <= 1 {
+        for (i, &k) in keys.iter().enumerate() {
+            counter.add(k, weight(i));
+        }
+    } else {
+        let shift = 64 - parts.trailing_zeros();
+        for (i, &k) in keys.iter().enumerate() {
+            if k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) >> shift == part {
+                counter.add(k, weight(i));
+            }
+        }
     }
-    counter
-        .into_pairs()
-        .iter()
-        .filter(|&&(_, w)| w == 1)
-        .count() as u64
+    let mut counts = PartCounts { alone: 0, small: 0 };
+    for w in counter.counts() {
+        counts.alone += u64::from(w == 1);
+        if w < below {
+            counts.small += w;
+        }
+    }
+    counts
 }
 
 /// Sampled keys at most that are distinct for the input to count as having few classes.
@@ -297,10 +312,10 @@ mod tests {
         }
     }
 
-    /// The singletons of one hash part are exactly those of a map restricted to the part's
-    /// keys; all parts together (or one part of one) are every singleton.
+    /// The singletons and small-class tuples of one hash part are exactly those of a map
+    /// restricted to the part's keys; all parts together (or one part of one) are all of them.
     #[test]
-    fn singletons_in_part_are_exact() {
+    fn small_tuples_in_part_are_exact() {
         use rand::rngs::ChaCha8Rng;
         use rand::{RngExt, SeedableRng};
         let mut rng = ChaCha8Rng::seed_from_u64(6);
@@ -313,9 +328,19 @@ mod tests {
                 *totals.entry(k).or_insert(0u64) += w.map_or(1, |w| w[r]);
             }
             let all = totals.values().filter(|&&t| t == 1).count() as u64;
-            assert_eq!(singletons_in_part(&keys, w, 1), all);
-            let part = singletons_in_part(&keys, w, 8);
+            let singletons = |parts| small_tuples_in_part(&keys, w, parts, 0, 2).alone;
+            assert_eq!(singletons(1), all);
+            let part = singletons(8);
             assert!(part > 0 && part < all, "{part} of {all}");
+            // Tuples in classes below 3 (or 4): the eight parts add up to the whole table's.
+            for below in [3, 4] {
+                let small: u64 = totals.values().filter(|&&t| t < below).sum();
+                let parts: u64 = (0..8)
+                    .map(|p| small_tuples_in_part(&keys, w, 8, p, below).small)
+                    .sum();
+                assert_eq!(parts, small, "below {below}");
+                assert_eq!(small_tuples_in_part(&keys, w, 1, 0, below).small, small);
+            }
             // The part's share is about an eighth.
             assert!(
                 (part as f64 / all as f64 - 0.125).abs() < 0.02,

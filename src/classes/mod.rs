@@ -18,11 +18,12 @@ mod order;
 mod sparse;
 pub(crate) mod wide;
 
+pub(crate) use cells::NodeGather;
 pub use cells::{
     Cell, CellTable, ClassCells, ClassSizes, RowKeys, first_rows_of_all, row_class_keys,
 };
 pub use dense::Histogram;
 pub(crate) use dense::popcount16;
-pub(crate) use group::singletons_in_part;
+pub(crate) use group::{CHUNK_ROWS, PartCounts, small_tuples_in_part};
 pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;

@@ -9,11 +9,13 @@ use crate::encode::Dataset;
 use crate::error::Result;
 use crate::lattice::{Lattice, Node};
 
+pub use probe::Probed;
 pub use suppression::Suppression;
 
 mod index_pass;
 pub mod json;
 pub mod lattice;
+mod probe;
 mod singletons;
 mod suppression;
 mod sweep;
@@ -87,6 +89,8 @@ pub struct Evaluator {
     sens_mask: bool,
     /// Which classes a node suppresses (the profile's, unless [`Self::with_rule`] set another).
     rule: crate::suppression::SuppressionRule,
+    /// Row parts for probes, built on first use and shared by the evaluator's variants.
+    row_parts: Arc<std::sync::OnceLock<Vec<probe::RowParts>>>,
 }
 
 impl Evaluator {
@@ -150,6 +154,7 @@ impl Evaluator {
             class_only: None,
             sens_mask: false,
             rule: dataset.profile.suppression_rule.clone(),
+            row_parts: Arc::default(),
             dataset,
         })
     }

@@ -1,7 +1,8 @@
-//! Evaluations for a generator (PBG-EA): each node evaluated once, by roll-up from the cheapest
-//! cached finer node, so that a search touches the rows only for the bottom node; a node below
-//! one with more than η singleton tuples is not evaluated at all when its wanted indices follow
-//! from that ([`SingletonIndices`]).
+//! Evaluations for a generator (PBG-EA) or the pruned pick: each node evaluated once, by roll-up
+//! from the cheapest cached finer node, so that a search touches the rows only for the bottom
+//! node; a node below one with more than η singleton tuples is not evaluated at all when its
+//! wanted indices follow from that ([`SingletonIndices`]), nor, for a user that requires
+//! `k >= K`, one whose probe shows more than η tuples in classes smaller than K.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::classes::NodeKeys;
 use crate::error::Result;
-use crate::evaluate::{Evaluator, NodeTables};
+use crate::evaluate::{Evaluator, NodeTables, Probed};
 use crate::indices::{Index, NodeIndices, SingletonIndices};
 use crate::lattice::Node;
 
@@ -32,6 +33,12 @@ pub(crate) struct EvaluationCache<'a> {
     implied: HashMap<Node, SingletonIndices>,
     /// Coarser nodes evaluated only to look for singleton tuples ([`Self::probe_covers`]).
     probed: HashSet<Node>,
+    /// The K of a `k >= K` its user requires ([`Self::failing_k`]).
+    fails_below: Option<u64>,
+    /// Nodes a probe showed failing `k >= K`, none below another: every node below one fails too.
+    failing: Vec<Node>,
+    /// Nodes a probe showed failing (each counts as an evaluation).
+    failed: usize,
 }
 
 impl<'a> EvaluationCache<'a> {
@@ -45,7 +52,25 @@ impl<'a> EvaluationCache<'a> {
             singleton_rich: Vec::new(),
             implied: HashMap::new(),
             probed: HashSet::new(),
+            fails_below: None,
+            failing: Vec::new(),
+            failed: 0,
         }
+    }
+
+    /// A cache whose user requires `k >= K` (`k`): a node whose probe shows more than η tuples in
+    /// classes of fewer than K tuples is only noted as failing ([`Self::fails_k`]), not evaluated.
+    pub(crate) fn failing_k(self, k: Option<u64>) -> Self {
+        EvaluationCache {
+            fails_below: k.filter(|&k| k > 1),
+            ..self
+        }
+    }
+
+    /// Whether `node` is known to fail the `k >= K` of [`Self::failing_k`] without its indices:
+    /// it is below (or is) a node a probe showed failing.
+    pub(crate) fn fails_k(&self, node: &[u8]) -> bool {
+        self.failing.iter().any(|m| below(node, m))
     }
 
     /// A cache whose users read only `wanted` ([`Self::values`]): nodes whose values follow from
@@ -57,9 +82,9 @@ impl<'a> EvaluationCache<'a> {
         }
     }
 
-    /// Unique nodes evaluated or implied.
+    /// Unique nodes evaluated, implied or probed failing.
     pub(crate) fn evaluations(&self) -> usize {
-        self.indices.len() + self.implied.len()
+        self.indices.len() + self.implied.len() + self.failed
     }
 
     /// Unique nodes whose indices were implied by a coarser node's singleton tuples.
@@ -82,9 +107,9 @@ impl<'a> EvaluationCache<'a> {
         indices.iter().map(|&i| implied.value(i)).collect()
     }
 
-    /// Whether `node` was evaluated or implied.
+    /// Whether `node` was evaluated or implied, or is known to fail ([`Self::fails_k`]).
     fn known(&self, node: &[u8]) -> bool {
-        self.indices.contains_key(node) || self.implied.contains_key(node)
+        self.indices.contains_key(node) || self.implied.contains_key(node) || self.fails_k(node)
     }
 
     /// Whether `node` is below a node with more than η singleton tuples.
@@ -159,34 +184,45 @@ impl<'a> EvaluationCache<'a> {
             .iter()
             .map(|n| self.best(n).map(|i| self.tables[i].clone()))
             .collect();
-        // None: the node showed more than η singleton tuples on its way to a direct evaluation.
-        let done: Vec<(Node, Option<(NodeTables, NodeIndices)>)> = fresh
+        // Tables, or what a probe of the node's keys settled on its way to a direct evaluation.
+        let done: Vec<(Node, Outcome)> = fresh
             .into_par_iter()
             .zip(sources)
             .map(|(node, source)| -> Result<_> {
-                let tables = match source {
-                    Some((from, src)) => Some(self.climb(&src, &from, &node)),
-                    None if self.imply => self.ev.tables_unless_singleton_rich(&node)?,
-                    None => Some(self.ev.tables(&node)?),
+                let probed = match source {
+                    Some((from, src)) => Probed::Tables(self.climb(&src, &from, &node)),
+                    None if self.imply || self.fails_below.is_some() => self
+                        .ev
+                        .tables_unless_decided(&node, self.imply, self.fails_below)?,
+                    None => Probed::Tables(self.ev.tables(&node)?),
                 };
-                let done = tables.map(|t| {
-                    let ix = self.ev.indices(&node, &t);
-                    (t, ix)
-                });
-                Ok((node, done))
+                let outcome = match probed {
+                    Probed::Tables(t) => {
+                        let ix = self.ev.indices(&node, &t);
+                        Outcome::Evaluated(t, ix)
+                    }
+                    Probed::SingletonRich => Outcome::SingletonRich,
+                    Probed::FailsK => Outcome::FailsK,
+                };
+                Ok((node, outcome))
             })
             .collect::<Result<_>>()?;
-        for (node, done) in done {
-            match done {
-                Some((tables, ix)) => {
+        for (node, outcome) in done {
+            match outcome {
+                Outcome::Evaluated(tables, ix) => {
                     self.note_singletons(&node, &ix, &tables);
                     self.indices.insert(node.clone(), ix);
                     self.admit(node, tables);
                 }
-                None => {
+                Outcome::SingletonRich => {
                     self.add_singleton_rich(&node);
                     let implied = self.imply_singletons(&node);
                     debug_assert!(implied, "a singleton-rich node implies its own indices");
+                }
+                Outcome::FailsK => {
+                    self.failed += 1;
+                    self.failing.retain(|m| !below(m, &node));
+                    self.failing.push(node);
                 }
             }
         }
@@ -302,6 +338,13 @@ impl<'a> EvaluationCache<'a> {
         }
         current
     }
+}
+
+/// A fresh node's outcome: evaluated, or settled by a probe of its class keys.
+enum Outcome {
+    Evaluated(NodeTables, NodeIndices),
+    SingletonRich,
+    FailsK,
 }
 
 /// Whether node `a` is below `b` or equal to it (every level at most `b`'s).

@@ -1,0 +1,241 @@
+//! Probes of a node's class keys before its tables are built. The keys of one hash part of the
+//! classes are counted exactly (each class whole or not at all), which is far cheaper than the
+//! whole group-by and can settle a node on its own:
+//! - more than η tuples alone in their class: the rule suppresses nothing there or below, and the
+//!   indices a search wants may follow ([`Evaluator::singleton_indices`]);
+//! - more than η tuples in classes of fewer than K tuples: the node fails `k >= K` whatever is
+//!   suppressed (the limit cannot remove them all, so a class smaller than K is released), and so
+//!   does every finer node (a tuple's class there is no larger).
+
+use rayon::prelude::*;
+
+use super::{Evaluator, NodeTables};
+use crate::classes::{
+    CHUNK_ROWS, KeyLayout, NodeGather, NodeKeys, PartCounts, RowKeys, row_class_keys,
+    small_tuples_in_part,
+};
+use crate::encode::Dataset;
+use crate::error::Result;
+
+/// A probe counts the classes in hash parts of this many, one part at a time: an eighth of the
+/// rows, enough to show more than η singleton tuples where most tuples are alone.
+const PROBE_PARTS: u64 = 8;
+
+/// Rows up to which a probe keeps every row's class key (8 bytes each, per node evaluated in
+/// parallel) or row parts (4 bytes each per part QI); larger datasets are not probed, so that
+/// memory stays bounded by the blocks of a direct evaluation (their nodes are still found
+/// singleton-rich by full evaluations).
+const PROBE_MAX_ROWS: usize = 1 << 22;
+
+/// What a probe of a node's class keys settled ([`Evaluator::tables_unless_decided`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Probed {
+    /// More than η singleton tuples, shown by one part of the classes.
+    SingletonRich,
+    /// More than η tuples in classes smaller than the k asked for: the node fails `k >= K`.
+    FailsK,
+    /// Nothing shown: the node's tables, built from the same keys.
+    Tables(NodeTables),
+}
+
+/// Groups a level needs for its rows to split into [`PROBE_PARTS`] parts of about equal size.
+const PART_MIN_GROUPS: usize = 16;
+
+/// QIs whose row parts are kept (4 bytes per row each).
+const PART_QIS: usize = 2;
+
+/// The rows split into [`PROBE_PARTS`] parts by the hash of one QI's group at one level. At a
+/// node no higher than that level in that QI, all rows of a class share the group (they share
+/// the finer one), so every class lies whole in one part: a probe counts a part's classes from
+/// that part's rows alone, gathering an eighth of the keys.
+#[derive(Debug)]
+pub(crate) struct RowParts {
+    qi: usize,
+    level: u8,
+    /// The rows of each part, ascending.
+    rows: Vec<Vec<u32>>,
+}
+
+impl RowParts {
+    /// Parts for the [`PART_QIS`] QIs whose highest level of at least [`PART_MIN_GROUPS`] groups
+    /// is highest (serving the most nodes), ties to the QI with more groups there.
+    pub(crate) fn build(ds: &Dataset) -> Vec<RowParts> {
+        let mut choices: Vec<(usize, u8, usize)> = ds
+            .qis
+            .iter()
+            .enumerate()
+            .filter_map(|(d, q)| {
+                let levels = q.hierarchy.levels();
+                (0..levels.len())
+                    .rev()
+                    .find(|&l| levels[l].labels.len() >= PART_MIN_GROUPS)
+                    .map(|l| (d, l as u8, levels[l].labels.len()))
+            })
+            .collect();
+        choices.sort_by_key(|&(d, l, groups)| (std::cmp::Reverse((l, groups)), d));
+        choices
+            .into_iter()
+            .take(PART_QIS)
+            .map(|(d, level, _)| {
+                let q = &ds.qis[d];
+                let group = &q.hierarchy.level(level).group_of_leaf;
+                let mut rows: Vec<Vec<u32>> = (0..PROBE_PARTS).map(|_| Vec::new()).collect();
+                for (r, &leaf) in q.codes.values().iter().enumerate() {
+                    rows[part_of(group[leaf as usize])].push(r as u32);
+                }
+                RowParts { qi: d, level, rows }
+            })
+            .collect()
+    }
+
+    /// Whether every class of `node` lies whole in one part.
+    fn serves(&self, node: &[u8]) -> bool {
+        node[self.qi] <= self.level
+    }
+}
+
+/// The part of a group code (a multiplicative hash's top bits).
+fn part_of(group: u32) -> usize {
+    (group.wrapping_mul(0x9E37_79B9) >> (32 - PROBE_PARTS.trailing_zeros())) as usize
+}
+
+/// Where a probe counts a part's classes from.
+enum Counts<'a> {
+    /// The rows of one [`RowParts`]' parts, their keys gathered part by part.
+    Rows(&'a RowParts, KeyLayout),
+    /// Every row's key, the classes split by the hash of their key.
+    Keys(Vec<u64>),
+}
+
+impl Evaluator {
+    /// How `node` can be probed: from row parts that serve it, else from every row's key; None
+    /// for first-row keys and datasets of more than [`PROBE_MAX_ROWS`] rows. Checks the node.
+    fn counts_for(&self, node: &[u8]) -> Result<Option<Counts<'_>>> {
+        self.lattice.check(node, &self.qi_names())?;
+        let NodeKeys::Packed(layout) = self.keys.at(node) else {
+            return Ok(None);
+        };
+        let ds = &self.dataset;
+        if ds.num_rows() > PROBE_MAX_ROWS {
+            return Ok(None);
+        }
+        let parts = self.row_parts.get_or_init(|| RowParts::build(ds));
+        Ok(Some(match parts.iter().find(|p| p.serves(node)) {
+            Some(p) => Counts::Rows(p, layout),
+            None => Counts::Keys(row_class_keys(&ds.qis, node, &layout, ds.num_rows())),
+        }))
+    }
+
+    /// The counts of part `part`'s classes at `node` (classes below `below` tuples), with the
+    /// rows the part holds.
+    fn count_part(
+        &self,
+        node: &[u8],
+        counts: &Counts<'_>,
+        part: u64,
+        below: u64,
+    ) -> (PartCounts, u64) {
+        let ds = &self.dataset;
+        let weights = ds.weights.as_deref();
+        match counts {
+            Counts::Keys(keys) => (
+                small_tuples_in_part(keys, weights, PROBE_PARTS, part, below),
+                ds.num_rows() as u64 / PROBE_PARTS,
+            ),
+            Counts::Rows(parts, layout) => {
+                let rows = &parts.rows[part as usize];
+                let gather = NodeGather::new(&ds.qis, node);
+                let mut keys = vec![0u64; rows.len()];
+                keys.par_chunks_mut(CHUNK_ROWS)
+                    .zip(rows.par_chunks(CHUNK_ROWS))
+                    .for_each(|(out, rows)| gather.fill_rows(&ds.qis, layout, rows, out));
+                let part_weights: Option<Vec<u64>> =
+                    weights.map(|w| rows.iter().map(|&r| w[r as usize]).collect());
+                (
+                    small_tuples_in_part(&keys, part_weights.as_deref(), 1, 0, below),
+                    rows.len() as u64,
+                )
+            }
+        }
+    }
+
+    /// Whether more than η tuples lie in classes of fewer than `k` tuples, given part 0's count
+    /// `first` over `seen` rows. The parts are counted one after another until they show it, or
+    /// until their pace says the whole will not: that guess costs time, never a result.
+    fn proves_failing_k(
+        &self,
+        node: &[u8],
+        counts: &Counts<'_>,
+        k: u64,
+        first: (u64, u64),
+    ) -> bool {
+        let eta = self.dataset.eta;
+        let n = self.dataset.num_rows() as u64;
+        let (mut small, mut seen) = first;
+        for part in 1..=PROBE_PARTS {
+            if small > eta {
+                return true;
+            }
+            if part == PROBE_PARTS
+                || (small as u128) * (n as u128) <= (eta as u128) * (seen as u128)
+            {
+                return false;
+            }
+            let (c, rows) = self.count_part(node, counts, part, k);
+            small += c.small;
+            seen += rows;
+        }
+        false
+    }
+
+    /// Whether `node` provably has more than η singleton tuples (so that it and every node below
+    /// it have their [`crate::indices::SingletonIndices`]), judged on one part of its classes:
+    /// false means not shown, and so does a node that cannot be probed (first-row keys, more than
+    /// 2^22 rows and no row parts serving it). Costs one pass of key gathers at most.
+    pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {
+        let Some(counts) = self.counts_for(node)? else {
+            return Ok(false);
+        };
+        Ok(self.singletons_suppress_nothing()
+            && self.count_part(node, &counts, 0, 2).0.alone > self.dataset.eta)
+    }
+
+    /// A direct evaluation that stops once the rows' class keys show more than η singleton tuples
+    /// (None: see [`Self::singleton_rich`]); otherwise the node's tables.
+    pub fn tables_unless_singleton_rich(&self, node: &[u8]) -> Result<Option<NodeTables>> {
+        Ok(match self.tables_unless_decided(node, true, None)? {
+            Probed::Tables(t) => Some(t),
+            Probed::SingletonRich | Probed::FailsK => None,
+        })
+    }
+
+    /// A direct evaluation that stops once a probe of the node's classes settles it: more than η
+    /// singleton tuples (looked for when `singletons`), or more than η tuples in classes of fewer
+    /// than `fails_below` tuples (when given). Otherwise, and for a node that cannot be probed,
+    /// the node's tables.
+    pub fn tables_unless_decided(
+        &self,
+        node: &[u8],
+        singletons: bool,
+        fails_below: Option<u64>,
+    ) -> Result<Probed> {
+        let Some(counts) = self.counts_for(node)? else {
+            return self.tables(node).map(Probed::Tables);
+        };
+        let fails_below = fails_below.filter(|&k| k > 1);
+        // One pass over part 0 counts both the singletons and the small classes.
+        let (first, seen) = self.count_part(node, &counts, 0, fails_below.unwrap_or(2));
+        if singletons && self.singletons_suppress_nothing() && first.alone > self.dataset.eta {
+            return Ok(Probed::SingletonRich);
+        }
+        if fails_below.is_some_and(|k| self.proves_failing_k(node, &counts, k, (first.small, seen)))
+        {
+            return Ok(Probed::FailsK);
+        }
+        match &counts {
+            Counts::Keys(keys) => self.tables_keyed(node, &RowKeys::Classes(keys)),
+            Counts::Rows(..) => self.tables(node),
+        }
+        .map(Probed::Tables)
+    }
+}
