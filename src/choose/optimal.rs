@@ -37,7 +37,6 @@ use crate::evaluate::Evaluator;
 use crate::indices::Index;
 use crate::lattice::Node;
 use crate::policy::{Requirement, finer};
-use crate::requirement::Op;
 use crate::search::cache::EvaluationCache;
 
 /// Nodes the best-first order may visit before the pick stops unproven.
@@ -124,7 +123,8 @@ pub struct PrunedPick {
     pub node: Node,
     /// Its GLM.
     pub glm: f64,
-    /// Nodes evaluated (each once).
+    /// Nodes evaluated (each once), counting those settled by singleton tuples or by a probe of
+    /// their small classes.
     pub evaluated: usize,
     /// Nodes visited in bound order (evaluated or decided by tags).
     pub visited: usize,
@@ -321,22 +321,6 @@ impl Pick<'_> {
     }
 }
 
-/// The least class size `require` accepts: the largest K of its `k >= K` (`k > K - 1`).
-fn least_k(require: &[Requirement]) -> Option<u64> {
-    require
-        .iter()
-        .filter(|r| r.measure == Index::K)
-        .filter_map(|r| match r.op {
-            Op::Ge => Some(r.value.ceil()),
-            Op::Gt => Some(r.value.floor() + 1.0),
-            _ => None,
-        })
-        .filter(|k| k.is_finite() && *k >= 1.0)
-        // Saturates at u64::MAX for absurd bounds: no class is that large, so all fail.
-        .map(|k| k as u64)
-        .max()
-}
-
 /// The node of least GLM meeting `require` (every requirement monotone: see
 /// [`Requirement::is_monotone`]), found without enumerating the lattice. `ev` must compute the
 /// indices the requirements read. None when not even the top node meets them.
@@ -383,7 +367,12 @@ fn search(
         // Nodes below one with more than η singleton tuples fail any k >= 2 unevaluated, and so
         // do those whose probe shows more than η tuples in classes smaller than the k required.
         cache: if imply {
-            EvaluationCache::wanting(ev, &wanted).failing_k(least_k(require))
+            EvaluationCache::wanting(ev, &wanted).failing_k(
+                require
+                    .iter()
+                    .filter_map(Requirement::least_class_size)
+                    .max(),
+            )
         } else {
             EvaluationCache::new(ev)
         },

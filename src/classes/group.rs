@@ -118,11 +118,25 @@ pub(crate) fn small_tuples_in_part(
             counter.add(k, weight(i));
         }
     } else {
+        // The part's keys are picked out in parallel (a pass over every key), then counted.
         let shift = 64 - parts.trailing_zeros();
-        for (i, &k) in keys.iter().enumerate() {
-            if k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) >> shift == part {
-                counter.add(k, weight(i));
-            }
+        let picked: Vec<Vec<(u64, u64)>> = keys
+            .par_chunks(CHUNK_ROWS)
+            .enumerate()
+            .map(|(c, chunk)| {
+                let start = c * CHUNK_ROWS;
+                chunk
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &k)| {
+                        k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) >> shift == part
+                    })
+                    .map(|(i, &k)| (k, weight(start + i)))
+                    .collect()
+            })
+            .collect();
+        for (k, w) in picked.into_iter().flatten() {
+            counter.add(k, w);
         }
     }
     let mut counts = PartCounts { alone: 0, small: 0 };

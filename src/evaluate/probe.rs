@@ -48,12 +48,23 @@ const PART_QIS: usize = 2;
 /// node no higher than that level in that QI, all rows of a class share the group (they share
 /// the finer one), so every class lies whole in one part: a probe counts a part's classes from
 /// that part's rows alone, gathering an eighth of the keys.
-#[derive(Debug)]
 pub(crate) struct RowParts {
     qi: usize,
     level: u8,
     /// The rows of each part, ascending.
     rows: Vec<Vec<u32>>,
+}
+
+impl std::fmt::Debug for RowParts {
+    // The sizes, not the millions of row ids.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sizes: Vec<usize> = self.rows.iter().map(Vec::len).collect();
+        f.debug_struct("RowParts")
+            .field("qi", &self.qi)
+            .field("level", &self.level)
+            .field("part_rows", &sizes)
+            .finish()
+    }
 }
 
 impl RowParts {
@@ -176,9 +187,10 @@ impl Evaluator {
             if small > eta {
                 return true;
             }
-            if part == PROBE_PARTS
-                || (small as u128) * (n as u128) <= (eta as u128) * (seen as u128)
-            {
+            // At least a part's share of the rows is seen before the pace is trusted.
+            let paced = seen.saturating_mul(PROBE_PARTS) >= n
+                && (small as u128) * (n as u128) <= (eta as u128) * (seen as u128);
+            if part == PROBE_PARTS || paced {
                 return false;
             }
             let (c, rows) = self.count_part(node, counts, part, k);
@@ -191,7 +203,7 @@ impl Evaluator {
     /// Whether `node` provably has more than η singleton tuples (so that it and every node below
     /// it have their [`crate::indices::SingletonIndices`]), judged on one part of its classes:
     /// false means not shown, and so does a node that cannot be probed (first-row keys, more than
-    /// 2^22 rows and no row parts serving it). Costs one pass of key gathers at most.
+    /// 2^22 rows). Costs one pass of key gathers at most.
     pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {
         let Some(counts) = self.counts_for(node)? else {
             return Ok(false);
@@ -237,5 +249,52 @@ impl Evaluator {
             Counts::Rows(..) => self.tables(node),
         }
         .map(Probed::Tables)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::Profile;
+
+    /// On adult, as rows and as weighted class statistics: row parts exist; at nodes they serve,
+    /// a probe counts from them, and the eight parts' small-class tuples add up to the table's (a
+    /// class split across parts would count its pieces as smaller classes); at nodes they do not
+    /// serve, every row's key is used, with the same totals.
+    #[test]
+    fn row_parts_hold_whole_classes() {
+        let profile = Profile::from_toml_file(std::path::Path::new("datasets/adult/adult.toml"))
+            .expect("profile");
+        for ds in [Dataset::load(&profile), Dataset::load_statistics(&profile)] {
+            let ev = Evaluator::new(Arc::new(ds.expect("dataset"))).expect("evaluator");
+            let parts = RowParts::build(&ev.dataset);
+            assert_eq!(parts.len(), PART_QIS, "{parts:?}");
+            let (mut served, mut drawn) = (0, 0);
+            for i in (0..ev.lattice.size()).step_by(97) {
+                drawn += 1;
+                let node = ev.lattice.node(i);
+                let tables = ev.tables(&node).expect("tables");
+                let counts = ev.counts_for(&node).expect("node").expect("packed keys");
+                served += usize::from(matches!(counts, Counts::Rows(..)));
+                assert_eq!(
+                    matches!(counts, Counts::Rows(..)),
+                    parts.iter().any(|p| p.serves(&node)),
+                    "{node:?}"
+                );
+                for k in [2, 5] {
+                    let small: u64 = tables.sens.sizes().map(|(s, _)| s).filter(|&s| s < k).sum();
+                    let (parts_small, rows) = (0..PROBE_PARTS)
+                        .map(|p| ev.count_part(&node, &counts, p, k))
+                        .fold((0, 0), |(s, r), (c, n)| (s + c.small, r + n));
+                    assert_eq!(parts_small, small, "{node:?} below {k}");
+                    if matches!(counts, Counts::Rows(..)) {
+                        assert_eq!(rows, ev.dataset.num_rows() as u64);
+                    }
+                }
+            }
+            assert!(served > 10 && served < drawn, "{served} of {drawn} served");
+        }
     }
 }

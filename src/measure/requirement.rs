@@ -73,6 +73,18 @@ impl Requirement {
             .collect()
     }
 
+    /// The least class size a node meeting the requirement can release, for a lower bound (or an
+    /// equality) on k: `k >= 4.5` and `k > 4` need 5; None for other requirements.
+    pub fn least_class_size(&self) -> Option<u64> {
+        (self.measure == Measure::K && matches!(self.op, Op::Ge | Op::Gt | Op::Eq)).then(|| {
+            match self.op {
+                // Float-to-integer casts saturate (NaN to 0), so absurd bounds stay bounds.
+                Op::Gt => (self.value.floor() as u64).saturating_add(1),
+                _ => self.value.ceil().max(1.0) as u64,
+            }
+        })
+    }
+
     /// Whether a value meets the requirement.
     pub fn holds(&self, v: f64) -> bool {
         match self.op {

@@ -40,14 +40,10 @@ impl SuppressionRule {
         match name {
             RuleName::Dbsec => SuppressionRule::Dbsec,
             RuleName::Requirements => {
+                // Lower bounds on k decide what to suppress; an upper bound does not.
                 let k = require
                     .iter()
-                    // Lower bounds on k decide what to suppress; an upper bound does not.
-                    .filter(|r| r.measure == Index::K && matches!(r.op, Op::Ge | Op::Gt | Op::Eq))
-                    .map(|r| match r.op {
-                        Op::Gt => (r.value.floor() as u64).saturating_add(1),
-                        _ => r.value.ceil().max(1.0) as u64,
-                    })
+                    .filter_map(Requirement::least_class_size)
                     .max()
                     .unwrap_or(1);
                 let classes = require

@@ -199,7 +199,7 @@ impl<'a> EvaluationCache<'a> {
                 let outcome = match probed {
                     Probed::Tables(t) => {
                         let ix = self.ev.indices(&node, &t);
-                        Outcome::Evaluated(t, ix)
+                        Outcome::Evaluated(t, Box::new(ix))
                     }
                     Probed::SingletonRich => Outcome::SingletonRich,
                     Probed::FailsK => Outcome::FailsK,
@@ -211,7 +211,7 @@ impl<'a> EvaluationCache<'a> {
             match outcome {
                 Outcome::Evaluated(tables, ix) => {
                     self.note_singletons(&node, &ix, &tables);
-                    self.indices.insert(node.clone(), ix);
+                    self.indices.insert(node.clone(), *ix);
                     self.admit(node, tables);
                 }
                 Outcome::SingletonRich => {
@@ -219,6 +219,8 @@ impl<'a> EvaluationCache<'a> {
                     let implied = self.imply_singletons(&node);
                     debug_assert!(implied, "a singleton-rich node implies its own indices");
                 }
+                // A batch may hold comparable nodes: keep the failing ones an antichain.
+                Outcome::FailsK if self.fails_k(&node) => self.failed += 1,
                 Outcome::FailsK => {
                     self.failed += 1;
                     self.failing.retain(|m| !below(m, &node));
@@ -342,7 +344,7 @@ impl<'a> EvaluationCache<'a> {
 
 /// A fresh node's outcome: evaluated, or settled by a probe of its class keys.
 enum Outcome {
-    Evaluated(NodeTables, NodeIndices),
+    Evaluated(NodeTables, Box<NodeIndices>),
     SingletonRich,
     FailsK,
 }
