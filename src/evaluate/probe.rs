@@ -38,7 +38,8 @@ pub enum Probed {
     Tables(NodeTables),
 }
 
-/// Groups a level needs for its rows to split into [`PROBE_PARTS`] parts of about equal size.
+/// Groups a level needs for its rows to split into [`PROBE_PARTS`] parts (unequal parts cost
+/// time, never a result).
 const PART_MIN_GROUPS: usize = 16;
 
 /// QIs whose row parts are kept (4 bytes per row each).
