@@ -8,6 +8,8 @@
 
 use std::borrow::Cow;
 
+use rayon::prelude::*;
+
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 
@@ -17,7 +19,11 @@ use crate::classes::key::bits_for;
 use crate::error::{PbgError, Result};
 use crate::input::text::{TextColumn, text_column};
 
-/// Counting state of one partition (or of several merged ones).
+/// Distinct combinations unpacked: per column its values and every combination's id, then every
+/// combination's count.
+pub(crate) type Unpacked = (Vec<ColumnValues>, Vec<Vec<u32>>, Vec<u64>);
+
+/// Counting state of one partition.
 pub(crate) struct Accumulator {
     pub(crate) columns: Vec<ColumnValues>,
     bits: Vec<u32>,
@@ -118,16 +124,6 @@ impl Accumulator {
         }
     }
 
-    fn add_combo(&mut self, ids: &[u32], count: u64) {
-        match &mut self.wide {
-            Some(map) => map.add(ids, count),
-            None => {
-                let key = self.pack(ids);
-                self.packed.add(key, count);
-            }
-        }
-    }
-
     /// Counts one record batch whose columns are `spec`'s, in order.
     pub(crate) fn add_batch(&mut self, spec: &[CountColumn], batch: &RecordBatch) -> Result<()> {
         let mut texts = Vec::with_capacity(spec.len());
@@ -211,25 +207,43 @@ impl Accumulator {
         Ok(())
     }
 
-    /// Adds another accumulator's counts, translating its ids.
-    pub(crate) fn merge(mut self, other: Accumulator) -> Accumulator {
-        let maps: Vec<Vec<u32>> = self
-            .columns
-            .iter_mut()
-            .zip(&other.columns)
-            .map(|(mine, theirs)| theirs.values.iter().map(|v| mine.id(v)).collect())
+    /// The distinct combinations of several partitions' accumulators as one list (a combination
+    /// seen by several partitions appears once per partition; [`super::Combinations`]'s
+    /// normalization merges them): each column's ids are translated into the first partition's
+    /// values, columns in parallel, instead of re-counting every combination into one table.
+    pub(crate) fn concat(parts: Vec<Accumulator>) -> Unpacked {
+        let n = parts.first().map_or(0, |p| p.columns.len());
+        let unpacked: Vec<Unpacked> = parts
+            .into_par_iter()
+            .map(|mut p| {
+                let columns = std::mem::take(&mut p.columns);
+                let (ids, counts) = p.into_columns();
+                (columns, ids, counts)
+            })
             .collect();
-        self.fit();
-        self.rows += other.rows;
-        let (columns, counts) = other.into_columns();
-        let mut ids = vec![0u32; columns.len()];
-        for (i, &count) in counts.iter().enumerate() {
-            for ((id, column), map) in ids.iter_mut().zip(&columns).zip(&maps) {
-                *id = map[column[i] as usize];
+        // Per column, every partition's values and ids.
+        let mut by_column: Vec<Vec<(ColumnValues, Vec<u32>)>> =
+            (0..n).map(|_| Vec::new()).collect();
+        let mut weights: Vec<u64> = Vec::new();
+        for (columns, ids, counts) in unpacked {
+            for (column, part) in by_column.iter_mut().zip(columns.into_iter().zip(ids)) {
+                column.push(part);
             }
-            self.add_combo(&ids, count);
+            weights.extend(counts);
         }
-        self
+        let (columns, ids): (Vec<ColumnValues>, Vec<Vec<u32>>) = by_column
+            .into_par_iter()
+            .map(|parts| {
+                let mut parts = parts.into_iter();
+                let (mut mine, mut all) = parts.next().unwrap_or_default();
+                for (theirs, their_ids) in parts {
+                    let map: Vec<u32> = theirs.values.iter().map(|v| mine.id(v)).collect();
+                    all.extend(their_ids.iter().map(|&i| map[i as usize]));
+                }
+                (mine, all)
+            })
+            .unzip();
+        (columns, ids, weights)
     }
 
     /// The distinct combinations column by column (`ids[c][i]` is column `c`'s id in combination
@@ -333,7 +347,8 @@ impl WideCounter {
     fn into_columns(self) -> (Vec<Vec<u32>>, Vec<u64>) {
         let w = self.width;
         let ids = (0..w)
-            .map(|c| self.ids.iter().skip(c).step_by(w).copied().collect())
+            .into_par_iter()
+            .map(|c| self.ids.chunks_exact(w).map(|row| row[c]).collect())
             .collect();
         (ids, self.counts)
     }

@@ -209,10 +209,10 @@ impl Combinations {
         ))
     }
 
-    /// The distinct combinations an [`accumulate::Accumulator`] counted.
-    pub(crate) fn from_accumulator(mut acc: accumulate::Accumulator) -> Self {
-        let columns = std::mem::take(&mut acc.columns);
-        let (ids, weights) = acc.into_columns();
+    /// The distinct combinations the [`accumulate::Accumulator`]s of a table's partitions
+    /// counted.
+    pub(crate) fn from_accumulators(parts: Vec<accumulate::Accumulator>) -> Self {
+        let (columns, ids, weights) = accumulate::Accumulator::concat(parts);
         debug_assert_eq!(ids.len(), columns.len());
         Combinations::normalize(columns, ids, Some(weights))
     }
@@ -225,9 +225,10 @@ impl Combinations {
         mut ids: Vec<Vec<u32>>,
         weights: Option<Vec<u64>>,
     ) -> Self {
+        // Columns in parallel (a wide table's are many, some with 10^5+ values to sort).
         let columns: Vec<Vec<String>> = columns
-            .into_iter()
-            .zip(ids.iter_mut())
+            .into_par_iter()
+            .zip(ids.par_iter_mut())
             .map(|(values, out)| {
                 let mut values = values.values;
                 let mut used = vec![false; values.len()];
@@ -238,7 +239,7 @@ impl Combinations {
                 let mut kept: Vec<u32> = (0..values.len() as u32)
                     .filter(|&i| used[i as usize])
                     .collect();
-                kept.sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+                kept.par_sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
                 let mut remap = vec![u32::MAX; values.len()];
                 for (new, &old) in kept.iter().enumerate() {
                     remap[old as usize] = new as u32;
@@ -354,6 +355,44 @@ pub fn profile_columns(profile: &Profile) -> Vec<CountColumn> {
     spec
 }
 
+/// One QI encoded: its hierarchy built against its distinct `values` (text forms, ids in order),
+/// and every item's leaf code from its value id in `ids`.
+fn encode_qi(
+    q: &crate::profile::QiSpec,
+    values: &[(String, usize)],
+    ids: &[u32],
+    weight: &(impl Fn(usize) -> u64 + Sync),
+    schema: &SchemaRef,
+) -> Result<EncodedQi> {
+    let hierarchy = Arc::new(q.hierarchy.build(&q.name, values)?);
+    let mut leaf_of_id = Vec::with_capacity(values.len());
+    for (v, _) in values {
+        match hierarchy.leaf_code(v) {
+            Some(c) => leaf_of_id.push(c),
+            None => {
+                return Err(PbgError::ValueNotInHierarchy {
+                    column: q.name.clone(),
+                    value: v.clone(),
+                    row: 0,
+                    source_name: hierarchy.source().to_string(),
+                });
+            }
+        }
+    }
+    let codes: UInt32Array = ids.iter().map(|&i| leaf_of_id[i as usize]).collect();
+    let mut leaf_rows = vec![0u64; hierarchy.leaf_count()];
+    for (i, &c) in codes.values().iter().enumerate() {
+        leaf_rows[c as usize] += weight(i);
+    }
+    Ok(EncodedQi {
+        name: q.name.clone(),
+        column: schema.index_of(&q.name)?,
+        hierarchy,
+        codes,
+        leaf_rows,
+    })
+}
+
 /// Fills in the row of an error raised without one, from a table in memory.
 fn locate_in_table(table: &crate::io::Table, e: PbgError) -> PbgError {
     let find = |column: &str, value: Option<&str>| -> Option<usize> {
@@ -453,41 +492,24 @@ impl Dataset {
             tuples,
         } = combos;
         let weight = |i: usize| weights.as_ref().map_or(1, |w| w[i]);
-        let mut qis = Vec::with_capacity(profile.qis.len());
-        for (d, q) in profile.qis.iter().enumerate() {
-            // Each column's values are moved, not copied: nothing reads them after encoding.
-            let values: Vec<(String, usize)> = std::mem::take(&mut columns[d])
-                .into_iter()
-                .map(|v| (v, 0))
-                .collect();
-            let hierarchy = Arc::new(q.hierarchy.build(&q.name, &values)?);
-            let mut leaf_of_id = Vec::with_capacity(values.len());
-            for (v, _) in &values {
-                match hierarchy.leaf_code(v) {
-                    Some(c) => leaf_of_id.push(c),
-                    None => {
-                        return Err(PbgError::ValueNotInHierarchy {
-                            column: q.name.clone(),
-                            value: v.clone(),
-                            row: 0,
-                            source_name: hierarchy.source().to_string(),
-                        });
-                    }
-                }
-            }
-            let codes: UInt32Array = ids[d].iter().map(|&i| leaf_of_id[i as usize]).collect();
-            let mut leaf_rows = vec![0u64; hierarchy.leaf_count()];
-            for (i, &c) in codes.values().iter().enumerate() {
-                leaf_rows[c as usize] += weight(i);
-            }
-            qis.push(EncodedQi {
-                name: q.name.clone(),
-                column: schema.index_of(&q.name)?,
-                hierarchy,
-                codes,
-                leaf_rows,
-            });
-        }
+        // Each column's values are moved, not copied: nothing reads them after encoding.
+        let qi_values: Vec<Vec<String>> = columns[..profile.qis.len()]
+            .iter_mut()
+            .map(std::mem::take)
+            .collect();
+        // QIs in parallel (hierarchies of data-driven kinds are built over 10^5+ values on wide
+        // tables); the first failing QI in node order names the error.
+        let encoded: Vec<Result<EncodedQi>> = profile
+            .qis
+            .par_iter()
+            .zip(qi_values)
+            .zip(&ids[..profile.qis.len()])
+            .map(|((q, column), ids)| {
+                let values: Vec<(String, usize)> = column.into_iter().map(|v| (v, 0)).collect();
+                encode_qi(q, &values, ids, &weight, &schema)
+            })
+            .collect();
+        let qis = encoded.into_iter().collect::<Result<Vec<EncodedQi>>>()?;
         let mut attribute = |i: usize, name: &str| -> Result<EncodedAttribute> {
             let codes = UInt32Array::from(std::mem::take(&mut ids[i]));
             let labels = std::mem::take(&mut columns[i]);

@@ -44,6 +44,11 @@ pub trait Companion: Clone + Send + 'static {
     }
     /// Takes another partition's result.
     fn merge(&mut self, other: Self);
+    /// Whether its result depends on the order of the rows (then the scan keeps the table's own
+    /// partitions, each in file order; else batches may be dealt over more partitions).
+    fn keeps_order(&self) -> bool {
+        true
+    }
 }
 
 /// No companion: only the counted columns are read.
@@ -104,10 +109,13 @@ pub async fn count_combinations_with<C: Companion>(
             .map_err(|e| df_error(input, e))?;
         (projected, (0..spec.len()).collect())
     };
-    let streams = df
-        .execute_stream_partitioned()
-        .await
-        .map_err(|e| df_error(input, e))?;
+    // Counts do not depend on row order; a companion may (kept rows are kept in input order).
+    let streams = if all && companion.keeps_order() {
+        df.execute_stream_partitioned().await
+    } else {
+        input::unordered_streams(df).await
+    }
+    .map_err(|e| df_error(input, e))?;
     let tasks: Vec<_> = streams
         .into_iter()
         .map(|mut stream| {
@@ -144,19 +152,16 @@ pub async fn count_combinations_with<C: Companion>(
             })
         })
         .collect();
-    let mut total: Option<Accumulator> = None;
+    let mut parts = Vec::with_capacity(tasks.len());
     for task in tasks {
         let (acc, part) = task.await.map_err(|e| df_error(input, e))??;
         companion.merge(part);
-        total = Some(match total {
-            None => acc,
-            // Merge the smaller into the larger.
-            Some(t) if t.rows >= acc.rows => t.merge(acc),
-            Some(t) => acc.merge(t),
-        });
+        parts.push(acc);
     }
-    let combos =
-        Combinations::from_accumulator(total.unwrap_or_else(|| Accumulator::new(spec.len())));
+    if parts.is_empty() {
+        parts.push(Accumulator::new(spec.len()));
+    }
+    let combos = Combinations::from_accumulators(parts);
     Ok((combos, companion))
 }
 

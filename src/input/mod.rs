@@ -236,6 +236,25 @@ pub fn column_index(input: &Input, schema: &Schema, name: &str) -> Result<usize>
     })
 }
 
+/// The partition streams of `df` for a consumer whose result does not depend on row order
+/// (counts, fingerprints): the scan's batches dealt round-robin over the session's target
+/// partitions, as DataFusion's own plans do below an aggregate, so that the consumer's work runs
+/// on every core even when the scan's partitions are uneven (a Parquet file of one row group is
+/// read by one of them, whatever byte ranges the others were given).
+pub async fn unordered_streams(
+    df: DataFrame,
+) -> datafusion::common::Result<Vec<datafusion::physical_plan::SendableRecordBatchStream>> {
+    use datafusion::physical_plan::{Partitioning, repartition::RepartitionExec};
+    let task_ctx = Arc::new(df.task_ctx());
+    let target = task_ctx.session_config().target_partitions();
+    let plan = df.create_physical_plan().await?;
+    let plan = Arc::new(RepartitionExec::try_new(
+        plan,
+        Partitioning::RoundRobinBatch(target),
+    )?);
+    datafusion::physical_plan::execute_stream_partitioned(plan, task_ctx)
+}
+
 /// The session of `ctx` (its tables, pool and settings) scanning with one partition, so that rows
 /// come in file order (files by path, then rows).
 pub fn ordered_context(ctx: &SessionContext) -> SessionContext {

@@ -148,6 +148,9 @@ impl crate::statistics::Companion for Fingerprint {
     fn merge(&mut self, other: Self) {
         Fingerprint::merge(self, &other)
     }
+    fn keeps_order(&self) -> bool {
+        false // sums of row hashes
+    }
 }
 
 /// The fingerprint of a DataFrame's rows, its partitions hashed in parallel — on a cluster by the
@@ -156,8 +159,7 @@ pub async fn fingerprint(df: DataFrame, source: &Input) -> Result<Fingerprint> {
     if crate::input::is_distributed(&df) {
         return fingerprint_aggregate(df, source).await;
     }
-    let streams = df
-        .execute_stream_partitioned()
+    let streams = crate::input::unordered_streams(df)
         .await
         .map_err(|e| df_error(source, e))?;
     let tasks: Vec<_> = streams
