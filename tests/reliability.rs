@@ -1743,3 +1743,45 @@ fn entropy_l_of_equally_frequent_values_is_their_number() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "a,l\na0,2.0\na1,2.0\n");
 }
+
+/// Nulls in two columns that refuse them, in different batches and in the reverse of the
+/// profile's column order: the error names the first such column in the profile's order (the QI
+/// before the sensitive attribute) and its first null, on every run, however the scan's batches
+/// were dealt over the partitions.
+#[test]
+fn nulls_in_several_columns_name_the_first_column_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("zip,disease\n");
+    for r in 1..=50_000 {
+        let zip = if r == 40_000 {
+            ""
+        } else if r % 2 == 0 {
+            "1"
+        } else {
+            "2"
+        };
+        let disease = if r == 3 || r == 45_000 {
+            ""
+        } else if r % 3 == 0 {
+            "flu"
+        } else {
+            "cold"
+        };
+        text.push_str(&format!("{zip},{disease}\n"));
+    }
+    let data = write(dir.path(), "d.csv", &text);
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"table\", rows = [[\"1\", \"*\"], [\"2\", \"*\"]] }}\n"
+        ),
+    );
+    for _ in 0..4 {
+        let err = fails(&["evaluate", &p, "--node", "0"]);
+        assert!(
+            err.contains("column `zip`: null at data row 40000"),
+            "{err}"
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! batches are counted into distinct combinations of the profile's columns — every value gets an id
 //! by its text the first time it is seen, ids are packed into one integer key (widened, and the
 //! counts repacked, only when a column's dictionary outgrows its bits) and counted in an
-//! open-addressing table — and the partitions' counts are merged. It computes what `GROUP BY cols,
+//! open-addressing table — and the partitions' counts are concatenated, to be merged by the
+//! normalizing sort of [`super::Combinations`]. It computes what `GROUP BY cols,
 //! count(*)` computes ([`super::statistics::statistics_plan`], the form a cluster distributes) on
 //! packed integer keys, and keeps its memory inside the session's pool.
 
@@ -31,7 +32,6 @@ pub(crate) struct Accumulator {
     packed: Counter,
     /// Used instead of `packed` once the ids no longer fit 63 bits.
     wide: Option<WideCounter>,
-    pub(crate) rows: u64,
 }
 
 impl Accumulator {
@@ -42,7 +42,6 @@ impl Accumulator {
             shifts: vec![0; n],
             packed: Counter::with_capacity(1024),
             wide: None,
-            rows: 0,
         };
         a.layout();
         a
@@ -68,6 +67,14 @@ impl Accumulator {
         ids.iter()
             .zip(&self.shifts)
             .fold(0u64, |k, (&id, &s)| k | ((id as u64) << s))
+    }
+
+    /// Distinct combinations counted.
+    pub(crate) fn combinations(&self) -> usize {
+        match &self.wide {
+            Some(m) => m.len(),
+            None => self.packed.len(),
+        }
     }
 
     /// Bytes held (for the memory pool).
@@ -179,7 +186,6 @@ impl Accumulator {
             local_ids.push(ids);
         }
         self.fit();
-        self.rows += n as u64;
         if let Some(wide) = &mut self.wide {
             // Column by column into a row-major buffer (no allocation per row), then counted.
             let w = keys.len();

@@ -1,6 +1,7 @@
 //! Pass 1 in DataFusion: the class statistics of a profile's input — the distinct combinations of
 //! its QIs, sensitive and class attribute, with counts — computed by a hash GROUP BY over the
-//! table's partitions (parallel per partition, inside the session's memory pool), never the rows.
+//! scan's batches (dealt over the session's partitions, counted in parallel inside the session's
+//! memory pool), never the rows.
 //! The engine evaluates them as a weighted dataset: every node index comes out the same as from the
 //! rows. The rows themselves (for per-tuple vectors) are read by the same plane, in file order.
 
@@ -63,9 +64,10 @@ impl Companion for () {
 }
 
 /// Counts the distinct combinations of `spec`'s columns of `df` (text forms, nulls replaced or
-/// refused): each of the table's partitions is counted by pbg's aggregate on packed keys as it
-/// streams, then the partitions' counts are merged. Memory (the distinct combinations) is reserved
-/// in the session's memory pool.
+/// refused): the scan's batches, dealt round-robin over the session's partitions, are counted by
+/// pbg's aggregate on packed keys as they stream, then the partitions' counts are merged. Memory
+/// (each partition's distinct combinations, then the merge's) is reserved in the session's memory
+/// pool. A null where none is allowed names the first such column in `spec`'s order.
 pub async fn count_combinations(
     df: DataFrame,
     input: &input::Input,
@@ -87,6 +89,7 @@ pub async fn count_combinations_with<C: Companion>(
     use futures::StreamExt;
 
     let schema = df.schema().as_arrow().clone();
+    let whole = df.clone();
     let mut counted = Vec::with_capacity(spec.len());
     for c in spec {
         counted.push(input::column_index(input, &schema, &c.name)?);
@@ -154,15 +157,63 @@ pub async fn count_combinations_with<C: Companion>(
         .collect();
     let mut parts = Vec::with_capacity(tasks.len());
     for task in tasks {
-        let (acc, part) = task.await.map_err(|e| df_error(input, e))??;
-        companion.merge(part);
-        parts.push(acc);
+        match task.await.map_err(|e| df_error(input, e))? {
+            Ok((acc, part)) => {
+                companion.merge(part);
+                parts.push(acc);
+            }
+            // Which partition meets a null first depends on how batches were dealt: name the
+            // first column in spec order that holds one, whatever the timing.
+            Err(e @ PbgError::NullValue { .. }) => {
+                return Err(first_null_column(whole, spec).await.unwrap_or(e));
+            }
+            Err(e) => return Err(e),
+        }
     }
     if parts.is_empty() {
         parts.push(Accumulator::new(spec.len()));
     }
+    // The merge holds every partition's combinations at once (a combination seen by several
+    // partitions once per partition) with a sort key each.
+    let entries: usize = parts.iter().map(Accumulator::combinations).sum();
+    if u32::try_from(entries).is_err() {
+        return Err(df_error(
+            input,
+            format!("{entries} distinct combinations across partitions: at most 2^32 are counted"),
+        ));
+    }
+    let merge = MemoryConsumer::new("pbg class statistics merge").register(&pool);
+    merge
+        .try_grow(entries.saturating_mul(spec.len() * 4 + 48))
+        .map_err(|e| df_error(input, e))?;
     let combos = Combinations::from_accumulators(parts);
+    drop(merge);
     Ok((combos, companion))
+}
+
+/// The first column of `spec` that refuses nulls (no `null_as`) and holds one in `df`, as the
+/// error for it (its row is found later, see [`with_row`]); None when the query finds none.
+async fn first_null_column(df: DataFrame, spec: &[CountColumn]) -> Option<PbgError> {
+    use arrow::array::AsArray;
+    use datafusion::functions_aggregate::expr_fn::bool_or;
+    let refused: Vec<&CountColumn> = spec.iter().filter(|c| c.null_as.is_none()).collect();
+    let flags = refused
+        .iter()
+        .enumerate()
+        .map(|(i, c)| bool_or(input::column(&c.name).is_null()).alias(format!("null_{i}")))
+        .collect();
+    let batches = df.aggregate(vec![], flags).ok()?.collect().await.ok()?;
+    let batch = batches.iter().find(|b| b.num_rows() > 0)?;
+    let column = (0..refused.len()).find(|&i| {
+        let flag = batch.column(i).as_boolean();
+        flag.is_valid(0) && flag.value(0)
+    })?;
+    let c = refused[column];
+    Some(PbgError::NullValue {
+        column: c.name.clone(),
+        row: 0,
+        hint: c.null_hint.clone(),
+    })
 }
 
 /// [`count_combinations`] as the [`statistics_plan`] (a `GROUP BY` the session may distribute):

@@ -246,7 +246,7 @@ pub async fn unordered_streams(
 ) -> datafusion::common::Result<Vec<datafusion::physical_plan::SendableRecordBatchStream>> {
     use datafusion::physical_plan::{Partitioning, repartition::RepartitionExec};
     let task_ctx = Arc::new(df.task_ctx());
-    let target = task_ctx.session_config().target_partitions();
+    let target = task_ctx.session_config().target_partitions().max(1);
     let plan = df.create_physical_plan().await?;
     let plan = Arc::new(RepartitionExec::try_new(
         plan,

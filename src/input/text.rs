@@ -113,10 +113,16 @@ where
 /// distinct values are cast to text as a dictionary cast's values would be, so their text is
 /// arrow's. Replaces arrow's dictionary cast, which hashes every row with SipHash and returns a
 /// `Result` per row: most of the read of a wide table of numbers. `None` for values wider than
-/// 8 bytes (decimals of 128 and 256 bits, month-day-nano intervals), left to the cast.
+/// 8 bytes (decimals of 128 and 256 bits) and for durations and intervals, which the dictionary
+/// cast refuses: they keep its path (and its error).
 fn primitive<T: ArrowPrimitiveType>(column: &PrimitiveArray<T>) -> Result<Option<TextColumn>> {
     let width = std::mem::size_of::<T::Native>();
-    if width > 8 {
+    if width > 8
+        || matches!(
+            column.data_type(),
+            DataType::Duration(_) | DataType::Interval(_)
+        )
+    {
         return Ok(None);
     }
     let bits = |v: T::Native| {
