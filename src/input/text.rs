@@ -62,56 +62,30 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
     })
 }
 
-/// Text values as keys into their distinct values, in order of first appearance (as arrow's
-/// dictionary cast gives them), with one map probe per row; a row equal to the row before reuses
-/// its key without hashing (runs are common in low-cardinality columns). Replaces arrow's cast,
+/// Text values as keys into their distinct values ([`first_appearance`]). Replaces arrow's cast,
 /// whose builder returns a `Result` per row (a fifth of a 3 M-row CSV anonymize's CPU) and which
 /// took Utf8View through Utf8 first.
 fn strings<'a, A>(column: A) -> Result<TextColumn>
 where
     A: ArrayAccessor<Item = &'a str>,
 {
-    let n = column.len();
-    let mut index: HashMap<&'a str, u32, ahash::RandomState> =
-        HashMap::with_capacity_and_hasher(64, ahash::RandomState::new());
-    let mut distinct: Vec<&'a str> = Vec::new();
-    let mut keys: Vec<u32> = Vec::with_capacity(n);
-    let mut last: Option<(&'a str, u32)> = None;
-    for row in 0..n {
-        if column.is_null(row) {
-            keys.push(0);
-            continue;
-        }
-        let v = column.value(row);
-        let key = match last {
-            Some((l, k)) if l == v => k,
-            _ => {
-                let k = match index.get(v) {
-                    Some(&k) => k,
-                    None => {
-                        let k = u32::try_from(distinct.len())
-                            .map_err(|_| arrow::error::ArrowError::DictionaryKeyOverflowError)?;
-                        index.insert(v, k);
-                        distinct.push(v);
-                        k
-                    }
-                };
-                last = Some((v, k));
-                k
-            }
-        };
-        keys.push(key);
-    }
+    let (keys, distinct) = first_appearance(
+        column.len(),
+        |r| column.is_null(r),
+        |r| {
+            let v = column.value(r);
+            (v, v)
+        },
+    )?;
     Ok(TextColumn {
         keys: UInt32Array::new(keys.into(), column.logical_nulls()),
         values: StringArray::from_iter_values(distinct),
     })
 }
 
-/// Primitive values as keys into their distinct values, in order of first appearance, with one
-/// map probe per row on the value's bits (a row equal to the row before reuses its key); the
-/// distinct values are cast to text as a dictionary cast's values would be, so their text is
-/// arrow's. Replaces arrow's dictionary cast, which hashes every row with SipHash and returns a
+/// Primitive values as keys into their distinct values ([`first_appearance`] on the values'
+/// bits); the distinct values are cast to text as a dictionary cast's values would be, so their
+/// text is arrow's. Replaces arrow's dictionary cast, which hashes every row with SipHash and returns a
 /// `Result` per row: most of the read of a wide table of numbers. `None` for values wider than
 /// 8 bytes (decimals of 128 and 256 bits) and for durations and intervals, which the dictionary
 /// cast refuses: they keep its path (and its error).
@@ -130,39 +104,12 @@ fn primitive<T: ArrowPrimitiveType>(column: &PrimitiveArray<T>) -> Result<Option
         b[..width].copy_from_slice(v.to_byte_slice());
         u64::from_le_bytes(b)
     };
-    let n = column.len();
-    let mut index: HashMap<u64, u32, ahash::RandomState> =
-        HashMap::with_capacity_and_hasher(64, ahash::RandomState::new());
-    let mut distinct: Vec<T::Native> = Vec::new();
-    let mut keys: Vec<u32> = Vec::with_capacity(n);
-    let mut last: Option<(u64, u32)> = None;
     let values = column.values();
-    for row in 0..n {
-        if column.is_null(row) {
-            keys.push(0);
-            continue;
-        }
-        let v = values[row];
-        let b = bits(v);
-        let key = match last {
-            Some((l, k)) if l == b => k,
-            _ => {
-                let k = match index.get(&b) {
-                    Some(&k) => k,
-                    None => {
-                        let k = u32::try_from(distinct.len())
-                            .map_err(|_| arrow::error::ArrowError::DictionaryKeyOverflowError)?;
-                        index.insert(b, k);
-                        distinct.push(v);
-                        k
-                    }
-                };
-                last = Some((b, k));
-                k
-            }
-        };
-        keys.push(key);
-    }
+    let (keys, distinct) = first_appearance(
+        column.len(),
+        |r| column.is_null(r),
+        |r| (bits(values[r]), values[r]),
+    )?;
     let distinct =
         PrimitiveArray::<T>::new(distinct.into(), None).with_data_type(column.data_type().clone());
     let text = cast(&distinct, &DataType::Utf8)?;
@@ -170,6 +117,51 @@ fn primitive<T: ArrowPrimitiveType>(column: &PrimitiveArray<T>) -> Result<Option
         keys: UInt32Array::new(keys.into(), column.logical_nulls()),
         values: text.as_string::<i32>().clone(),
     }))
+}
+
+/// Every row's key into the distinct values, numbered in order of first appearance (as arrow's
+/// dictionary cast numbers them), and those values: `value(row)` gives a row's map key and the
+/// value kept for it. One map probe per row; a row whose key equals the row before's reuses its
+/// number without hashing (runs are common in low-cardinality columns). Null rows get 0.
+fn first_appearance<K, V>(
+    n: usize,
+    is_null: impl Fn(usize) -> bool,
+    value: impl Fn(usize) -> (K, V),
+) -> Result<(Vec<u32>, Vec<V>)>
+where
+    K: Copy + Eq + std::hash::Hash,
+{
+    let mut index: HashMap<K, u32, ahash::RandomState> =
+        HashMap::with_capacity_and_hasher(64, ahash::RandomState::new());
+    let mut distinct: Vec<V> = Vec::new();
+    let mut keys: Vec<u32> = Vec::with_capacity(n);
+    let mut last: Option<(K, u32)> = None;
+    for row in 0..n {
+        if is_null(row) {
+            keys.push(0);
+            continue;
+        }
+        let (k, v) = value(row);
+        let key = match last {
+            Some((l, key)) if l == k => key,
+            _ => {
+                let key = match index.get(&k) {
+                    Some(&key) => key,
+                    None => {
+                        let key = u32::try_from(distinct.len())
+                            .map_err(|_| arrow::error::ArrowError::DictionaryKeyOverflowError)?;
+                        index.insert(k, key);
+                        distinct.push(v);
+                        key
+                    }
+                };
+                last = Some((k, key));
+                key
+            }
+        };
+        keys.push(key);
+    }
+    Ok((keys, distinct))
 }
 
 /// Nested values (structs, lists, maps) as their display text, which no cast provides.
