@@ -9,6 +9,7 @@ use super::group;
 use super::sparse::{SparseSizes, SparseTable};
 use super::{KeyLayout, NodeKeys, wide};
 use crate::encode::EncodedQi;
+use crate::encode::narrow::NarrowCodes;
 use crate::error::Result;
 
 /// One cell of a class: a value code (in a mask table, the class's set of values as a bit mask)
@@ -160,7 +161,8 @@ impl<'a> NodeGather<'a> {
 
     /// Writes the class key of rows `start..start + out.len()` into `out`: per QI, one pass that
     /// gathers each row's group code and shift-ors it into the key (no intermediate array), over
-    /// sub-blocks of rows small enough that the keys stay in L1 across the QIs' passes.
+    /// sub-blocks of rows small enough that the keys stay in L1 across the QIs' passes. One-byte
+    /// leaf codes go through a table of their shifted group codes.
     pub(crate) fn fill(
         &self,
         qis: &[EncodedQi],
@@ -170,28 +172,85 @@ impl<'a> NodeGather<'a> {
     ) {
         const SUB: usize = 2048;
         out.fill(0);
+        let bytes: Vec<Option<Box<[u64; 256]>>> = qis
+            .iter()
+            .enumerate()
+            .map(|(d, q)| match &q.narrow {
+                NarrowCodes::U8(_) if !self.top[d] => Some(self.shifted(d, layout.shift(d))),
+                _ => None,
+            })
+            .collect();
         for (b, out) in out.chunks_mut(SUB).enumerate() {
             let from = start + b * SUB;
+            let rows = from..from + out.len();
             for (d, q) in qis.iter().enumerate() {
                 if self.top[d] {
                     continue; // one group: code 0 everywhere
                 }
                 let shift = layout.shift(d);
-                let leaf = &q.codes.values()[from..from + out.len()];
-                match self.groups[d] {
-                    None => {
-                        for (k, &c) in out.iter_mut().zip(leaf) {
-                            *k |= (c as u64) << shift;
+                match (&q.narrow, &bytes[d]) {
+                    (NarrowCodes::U8(leaf), Some(table)) => {
+                        for (k, &c) in out.iter_mut().zip(&leaf[rows.clone()]) {
+                            *k |= table[c as usize];
                         }
                     }
-                    Some(groups) => {
-                        for (k, &c) in out.iter_mut().zip(leaf) {
-                            // Leaf codes index their hierarchy's leaves by construction.
-                            let g = groups[c as usize];
-                            *k |= (g as u64) << shift;
-                        }
+                    (NarrowCodes::U16(leaf), _) => {
+                        or_groups(out, &leaf[rows.clone()], self.groups[d], shift)
                     }
+                    _ => or_groups(out, &q.codes.values()[rows.clone()], self.groups[d], shift),
                 }
+            }
+        }
+    }
+
+    /// QI `d`'s group code of every one-byte leaf code, shifted into its key position (codes
+    /// past its leaves map to 0 and never occur).
+    fn shifted(&self, d: usize, shift: u32) -> Box<[u64; 256]> {
+        let mut table = Box::new([0u64; 256]);
+        for (c, t) in table.iter_mut().enumerate() {
+            let g = match self.groups[d] {
+                None => c as u64,
+                Some(groups) => groups.get(c).map_or(0, |&g| g as u64),
+            };
+            *t = g << shift;
+        }
+        table
+    }
+}
+
+/// A leaf code of any width, as an index.
+trait LeafCode: Copy {
+    fn index(self) -> usize;
+}
+
+impl LeafCode for u16 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl LeafCode for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Shift-ors each row's group code (`groups[leaf]`, or the leaf code itself at level 0) into its
+/// key.
+#[inline(always)]
+fn or_groups<C: LeafCode>(out: &mut [u64], leaf: &[C], groups: Option<&[u32]>, shift: u32) {
+    match groups {
+        None => {
+            for (k, &c) in out.iter_mut().zip(leaf) {
+                *k |= (c.index() as u64) << shift;
+            }
+        }
+        Some(groups) => {
+            for (k, &c) in out.iter_mut().zip(leaf) {
+                // Leaf codes index their hierarchy's leaves by construction.
+                *k |= (groups[c.index()] as u64) << shift;
             }
         }
     }
@@ -213,18 +272,38 @@ impl NodeGather<'_> {
                 continue;
             }
             let shift = layout.shift(d);
-            let leaf: &[u32] = q.codes.values();
-            match self.groups[d] {
-                None => {
+            match &q.narrow {
+                NarrowCodes::U8(leaf) => {
+                    let table = self.shifted(d, shift);
                     for (k, &r) in out.iter_mut().zip(rows) {
-                        *k |= (leaf[r as usize] as u64) << shift;
+                        *k |= table[leaf[r as usize] as usize];
                     }
                 }
-                Some(groups) => {
-                    for (k, &r) in out.iter_mut().zip(rows) {
-                        *k |= (groups[leaf[r as usize] as usize] as u64) << shift;
-                    }
-                }
+                NarrowCodes::U16(leaf) => or_rows(out, leaf, rows, self.groups[d], shift),
+                NarrowCodes::Wide => or_rows(out, q.codes.values(), rows, self.groups[d], shift),
+            }
+        }
+    }
+}
+
+/// [`or_groups`] for the rows `rows` of `leaf`.
+#[inline(always)]
+fn or_rows<C: LeafCode>(
+    out: &mut [u64],
+    leaf: &[C],
+    rows: &[u32],
+    groups: Option<&[u32]>,
+    shift: u32,
+) {
+    match groups {
+        None => {
+            for (k, &r) in out.iter_mut().zip(rows) {
+                *k |= (leaf[r as usize].index() as u64) << shift;
+            }
+        }
+        Some(groups) => {
+            for (k, &r) in out.iter_mut().zip(rows) {
+                *k |= (groups[leaf[r as usize].index()] as u64) << shift;
             }
         }
     }
@@ -478,5 +557,78 @@ impl CellTable {
     /// The equivalence classes in key order.
     pub fn classes(&self) -> impl Iterator<Item = ClassCells<'_>> {
         (0..self.num_classes()).map(|i| self.class(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+
+    use super::*;
+    use crate::hierarchy::Hierarchy;
+
+    /// A QI of `leaves` leaves (groups of ten, then the top) with random leaf codes on `rows`.
+    fn qi(name: &str, leaves: usize, rows: usize, rng: &mut ChaCha8Rng) -> EncodedQi {
+        let table: Vec<Vec<String>> = (0..leaves)
+            .map(|i| vec![format!("v{i}"), format!("g{}", i / 10), "*".into()])
+            .collect();
+        let hierarchy = Arc::new(Hierarchy::from_rows(name, "test", &table).expect("hierarchy"));
+        let codes: Vec<u32> = (0..rows)
+            .map(|_| rng.random_range(0..leaves as u32))
+            .collect();
+        EncodedQi {
+            name: name.into(),
+            column: 0,
+            narrow: NarrowCodes::of(&codes, hierarchy.leaf_count()),
+            codes: UInt32Array::from(codes),
+            leaf_rows: vec![0; leaves],
+            hierarchy,
+        }
+    }
+
+    /// The gathers over one-byte, two-byte and four-byte leaf codes write, at every node, the
+    /// keys packed by hand from the `u32` codes and the hierarchies' groups: for a run of rows
+    /// (not starting at 0, crossing sub-blocks) and for scattered rows.
+    #[test]
+    fn gathers_of_every_code_width_equal_hand_packed_keys() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let rows = 9000;
+        let qis = vec![
+            qi("a", 200, rows, &mut rng),
+            qi("b", 3000, rows, &mut rng),
+            qi("c", 70_000, rows, &mut rng),
+        ];
+        assert!(matches!(qis[0].narrow, NarrowCodes::U8(_)));
+        assert!(matches!(qis[1].narrow, NarrowCodes::U16(_)));
+        assert!(matches!(qis[2].narrow, NarrowCodes::Wide));
+        let layout = KeyLayout::new(&["a", "b", "c"], &[200, 3000, 70_000], &[2]).expect("fits");
+        let scattered: Vec<u32> = (0..rows as u32).filter(|r| r % 7 == 3).collect();
+        for node in (0..27u8).map(|i| [i % 3, i / 3 % 3, i / 9]) {
+            let want = |r: usize| -> u64 {
+                qis.iter()
+                    .enumerate()
+                    .map(|(d, q)| {
+                        let leaf = q.codes.value(r) as usize;
+                        let group = q.hierarchy.level(node[d]).group_of_leaf[leaf] as u64;
+                        group << layout.shift(d)
+                    })
+                    .sum()
+            };
+            let gather = NodeGather::new(&qis, &node);
+            let (start, len) = (1234, 5000);
+            let mut out = vec![u64::MAX; len];
+            gather.fill(&qis, &layout, start, &mut out);
+            for (i, &k) in out.iter().enumerate() {
+                assert_eq!(k, want(start + i), "node {node:?}, row {}", start + i);
+            }
+            let mut out = vec![u64::MAX; scattered.len()];
+            gather.fill_rows(&qis, &layout, &scattered, &mut out);
+            for (&r, &k) in scattered.iter().zip(&out) {
+                assert_eq!(k, want(r as usize), "node {node:?}, row {r}");
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@
 mod accumulate;
 pub mod draft;
 pub mod hierarchy;
+pub mod narrow;
 pub mod profile;
 pub mod statistics;
 
@@ -36,6 +37,9 @@ pub struct EncodedQi {
     pub hierarchy: Arc<Hierarchy>,
     /// Leaf code per encoded row.
     pub codes: UInt32Array,
+    /// The same codes in one or two bytes per row where the leaves fit (read by the gathers of
+    /// class keys).
+    pub narrow: narrow::NarrowCodes,
     /// Number of tuples holding each leaf.
     pub leaf_rows: Vec<u64>,
 }
@@ -384,11 +388,13 @@ fn encode_qi(
     for (i, &c) in codes.values().iter().enumerate() {
         leaf_rows[c as usize] += weight(i);
     }
+    let narrow = narrow::NarrowCodes::of(codes.values(), hierarchy.leaf_count());
     Ok(EncodedQi {
         name: q.name.clone(),
         column: schema.index_of(&q.name)?,
         hierarchy,
         codes,
+        narrow,
         leaf_rows,
     })
 }
