@@ -33,16 +33,18 @@ where
         return count_in_chunks(n, weights, &fill);
     }
     let sample = sample_keys(n, &fill)?;
-    if few_classes(&sample) {
+    let distinct = distinct_keys(&sample);
+    if distinct <= FEW_SAMPLE_KEYS {
         return count_in_chunks(n, weights, &fill);
     }
     let ranges = Ranges::from_sample(n, &sample);
     let count = ranges.count();
     let mut counters: Vec<Option<Counter>> = (0..count).map(|_| None).collect();
+    let mut sorted: Vec<Vec<(u64, u64)>> = vec![Vec::new(); count];
     for block in (0..n).step_by(BLOCK) {
         let end = (block + BLOCK).min(n);
-        // Each chunk's pairs, split by range (range order within each chunk).
-        let parts: Vec<Vec<Vec<(u64, u64)>>> = (block..end)
+        // Each chunk's pairs, grouped by range in one buffer (range order within each chunk).
+        let parts: Vec<RangedPairs> = (block..end)
             .step_by(CHUNK_ROWS)
             .collect::<Vec<_>>()
             .into_par_iter()
@@ -50,44 +52,76 @@ where
                 let len = CHUNK_ROWS.min(end - start);
                 let mut keys = vec![0u64; len];
                 fill(start, &mut keys)?;
-                let mut range = vec![0u32; len];
-                let mut sizes = vec![0usize; count];
-                for (r, &k) in range.iter_mut().zip(&keys) {
-                    *r = ranges.of(k);
-                    sizes[*r as usize] += 1;
-                }
-                let mut out: Vec<Vec<(u64, u64)>> =
-                    sizes.iter().map(|&s| Vec::with_capacity(s)).collect();
-                for (i, (&k, &r)) in keys.iter().zip(&range).enumerate() {
-                    let w = weights.map_or(1, |w| w[start + i]);
-                    out[r as usize].push((k, w));
-                }
-                Ok(out)
+                Ok(RangedPairs::split(
+                    &keys,
+                    weights.map(|w| &w[start..start + len]),
+                    &ranges,
+                ))
             })
             .collect::<Result<_>>()?;
+        // The last block sorts each range's table as soon as it is counted, while it is in cache.
+        let last = end == n;
         counters
             .par_iter_mut()
+            .zip(sorted.par_iter_mut())
             .enumerate()
-            .for_each(|(p, counter)| {
-                let rows: usize = parts.iter().map(|c| c[p].len()).sum();
-                if rows == 0 {
-                    return;
-                }
-                // Sized for few classes: a range's table grows (in cache) only when it has many.
-                let counter =
-                    counter.get_or_insert_with(|| Counter::with_capacity(rows.min(1 << 10)));
-                for chunk in &parts {
-                    for &(k, w) in &chunk[p] {
-                        counter.add(k, w);
+            .for_each(|(p, (counter, sorted))| {
+                let rows: usize = parts.iter().map(|c| c.range(p).len()).sum();
+                if rows > 0 {
+                    // Sized for the sample's share of distinct keys (most tables then never
+                    // grow); a range with fewer classes wastes some cache, never a result.
+                    let counter = counter.get_or_insert_with(|| {
+                        Counter::with_capacity((rows * distinct / sample.len()).max(1 << 10))
+                    });
+                    for chunk in &parts {
+                        for &(k, w) in chunk.range(p) {
+                            counter.add(k, w);
+                        }
                     }
+                }
+                if last {
+                    *sorted = counter
+                        .take()
+                        .map_or_else(Vec::new, Counter::into_sorted_pairs);
                 }
             });
     }
-    let sorted: Vec<Vec<(u64, u64)>> = counters
-        .into_par_iter()
-        .map(|c| c.map_or_else(Vec::new, Counter::into_sorted_pairs))
-        .collect();
     Ok(sorted.concat())
+}
+
+/// One chunk's (key, weight) pairs grouped by key range: a counting sort into one buffer.
+struct RangedPairs {
+    pairs: Vec<(u64, u64)>,
+    /// Where each range's pairs start (one more entry than ranges).
+    starts: Vec<usize>,
+}
+
+impl RangedPairs {
+    /// The pairs of `keys` (weights `weights`, or 1) grouped by their range in `ranges`.
+    fn split(keys: &[u64], weights: Option<&[u64]>, ranges: &Ranges) -> Self {
+        let count = ranges.count();
+        let range: Vec<u32> = keys.iter().map(|&k| ranges.of(k)).collect();
+        let mut starts = vec![0usize; count + 1];
+        for &r in &range {
+            starts[r as usize + 1] += 1;
+        }
+        for i in 0..count {
+            starts[i + 1] += starts[i];
+        }
+        let mut next = starts.clone();
+        let mut pairs = vec![(0u64, 0u64); keys.len()];
+        for (i, (&k, &r)) in keys.iter().zip(&range).enumerate() {
+            let at = &mut next[r as usize];
+            pairs[*at] = (k, weights.map_or(1, |w| w[i]));
+            *at += 1;
+        }
+        RangedPairs { pairs, starts }
+    }
+
+    /// The pairs of range `r`.
+    fn range(&self, r: usize) -> &[(u64, u64)] {
+        &self.pairs[self.starts[r]..self.starts[r + 1]]
+    }
 }
 
 /// Tuples in small classes among those of one hash part of the classes.
@@ -99,54 +133,99 @@ pub(crate) struct PartCounts {
     pub small: u64,
 }
 
-/// Exact counts of the tuples alone in their class and of those in classes of fewer than
-/// `below` tuples, among the classes whose key hashes into part `part` of `parts` (a power of
-/// two): each class is counted whole or not at all, so the parts' counts add up to the table's,
-/// and any one of them is a lower bound of it, for one pass over the keys and a table of about
-/// `keys.len() / parts` entries.
-pub(crate) fn small_tuples_in_part(
-    keys: &[u64],
-    weights: Option<&[u64]>,
-    parts: u64,
-    part: u64,
-    below: u64,
-) -> PartCounts {
-    let mut counter = Counter::with_capacity((keys.len() / parts.max(1) as usize).min(1 << 16));
-    let weight = |i: usize| weights.map_or(1, |w| w[i]);
-    if parts <= 1 {
-        for (i, &k) in keys.iter().enumerate() {
-            counter.add(k, weight(i));
-        }
-    } else {
-        // The part's keys are picked out in parallel (a pass over every key), then counted.
-        let shift = 64 - parts.trailing_zeros();
-        let picked: Vec<Vec<(u64, u64)>> = keys
+/// Sub-parts a part's classes are split into by further bits of the same hash: a probe counts
+/// them a few at a time, in parallel, each in a table that stays in a core's cache, and can stop
+/// once they settle a node or show they will not.
+pub(crate) const SUB_PARTS: usize = 8;
+
+/// The (key, weight) pairs of the classes whose key hashes into one part of the classes, split
+/// into [`SUB_PARTS`] sub-parts: every class lies whole in one sub-part.
+pub(crate) struct PartKeys {
+    /// Per chunk of the keys, the pairs of each sub-part.
+    chunks: Vec<Vec<Vec<(u64, u64)>>>,
+}
+
+impl PartKeys {
+    /// The pairs of `keys` (weight `weights[i]`, or 1) in part `part` of `parts` (a power of
+    /// two), picked out and split in parallel: one pass over every key. Each class is counted
+    /// whole or not at all, so the parts' counts add up to the table's and any one of them is a
+    /// lower bound of it.
+    pub(crate) fn pick(keys: &[u64], weights: Option<&[u64]>, parts: u64, part: u64) -> Self {
+        let part_bits = parts.max(1).trailing_zeros();
+        let sub_bits = SUB_PARTS.trailing_zeros();
+        // The hash's top bits pick the part, the bits after them the sub-part.
+        let split = |k: u64| -> Option<usize> {
+            let h = k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+            let in_part = part_bits == 0 || h >> (64 - part_bits) == part;
+            in_part.then(|| ((h << part_bits) >> (64 - sub_bits)) as usize)
+        };
+        let chunks = keys
             .par_chunks(CHUNK_ROWS)
             .enumerate()
             .map(|(c, chunk)| {
                 let start = c * CHUNK_ROWS;
-                chunk
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &k)| {
-                        k.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) >> shift == part
-                    })
-                    .map(|(i, &k)| (k, weight(start + i)))
-                    .collect()
+                let expected = chunk.len() / (parts.max(1) as usize * SUB_PARTS);
+                let mut out: Vec<Vec<(u64, u64)>> = (0..SUB_PARTS)
+                    .map(|_| Vec::with_capacity(expected + expected / 4))
+                    .collect();
+                for (i, &k) in chunk.iter().enumerate() {
+                    if let Some(s) = split(k) {
+                        out[s].push((k, weights.map_or(1, |w| w[start + i])));
+                    }
+                }
+                out
             })
             .collect();
-        for (k, w) in picked.into_iter().flatten() {
-            counter.add(k, w);
-        }
+        PartKeys { chunks }
     }
-    let mut counts = PartCounts { alone: 0, small: 0 };
-    for w in counter.counts() {
-        counts.alone += u64::from(w == 1);
-        if w < below {
-            counts.small += w;
-        }
+
+    /// Exact counts of the tuples alone in their class and in classes of fewer than `below`
+    /// tuples, among the classes of sub-parts `subs` (counted in parallel).
+    pub(crate) fn count(&self, subs: std::ops::Range<usize>, below: u64) -> PartCounts {
+        subs.into_par_iter()
+            .map(|s| {
+                let rows: usize = self.chunks.iter().map(|c| c[s].len()).sum();
+                let mut counter = Counter::with_capacity(rows);
+                for chunk in &self.chunks {
+                    for &(k, w) in &chunk[s] {
+                        counter.add(k, w);
+                    }
+                }
+                let mut counts = PartCounts { alone: 0, small: 0 };
+                for w in counter.counts() {
+                    counts.alone += u64::from(w == 1);
+                    if w < below {
+                        counts.small += w;
+                    }
+                }
+                counts
+            })
+            .reduce(
+                || PartCounts { alone: 0, small: 0 },
+                |a, b| PartCounts {
+                    alone: a.alone + b.alone,
+                    small: a.small + b.small,
+                },
+            )
     }
-    counts
+
+    /// Whether the part's classes hold more than `eta` tuples alone in their class, counted two
+    /// sub-parts at a time: true only when the counted ones show it; false as soon as their pace
+    /// says the whole part would not (a missed proof costs time, never a result).
+    pub(crate) fn shows_singletons(&self, eta: u64) -> bool {
+        let mut alone = 0u64;
+        for from in (0..SUB_PARTS).step_by(2) {
+            alone += self.count(from..from + 2, 2).alone;
+            if alone > eta {
+                return true;
+            }
+            let seen = (from + 2) as u64;
+            if (alone as u128) * (SUB_PARTS as u128) <= (eta as u128) * (seen as u128) {
+                return false;
+            }
+        }
+        false
+    }
 }
 
 /// Sampled keys at most that are distinct for the input to count as having few classes.
@@ -165,13 +244,14 @@ where
     Ok(sample)
 }
 
-/// Whether the sample suggests few classes: then one small table per chunk stays in cache and
-/// partitioning into ranges would only move the rows. A wrong guess costs time, never results.
-fn few_classes(sample: &[u64]) -> bool {
+/// Distinct keys of the sample. At most [`FEW_SAMPLE_KEYS`] suggests few classes: then one small
+/// table per chunk stays in cache and partitioning into ranges would only move the rows. A wrong
+/// guess costs time, never results.
+fn distinct_keys(sample: &[u64]) -> usize {
     let mut keys = sample.to_vec();
     keys.sort_unstable();
     keys.dedup();
-    keys.len() <= FEW_SAMPLE_KEYS
+    keys.len()
 }
 
 /// [`count_keys`] with one table per parallel task, the tables' sorted pairs merged.
@@ -310,7 +390,11 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-            assert_eq!(few_classes(&sample), domain <= 1_000, "domain {domain}");
+            assert_eq!(
+                distinct_keys(&sample) <= FEW_SAMPLE_KEYS,
+                domain <= 1_000,
+                "domain {domain}"
+            );
             for w in [None, Some(weights.as_slice())] {
                 let got = count_keys(n, w, |start, out: &mut [u64]| {
                     out.copy_from_slice(&keys[start..start + out.len()]);
@@ -326,8 +410,19 @@ mod tests {
         }
     }
 
+    fn small_tuples_in_part(
+        keys: &[u64],
+        weights: Option<&[u64]>,
+        parts: u64,
+        part: u64,
+        below: u64,
+    ) -> PartCounts {
+        PartKeys::pick(keys, weights, parts, part).count(0..SUB_PARTS, below)
+    }
+
     /// The singletons and small-class tuples of one hash part are exactly those of a map
-    /// restricted to the part's keys; all parts together (or one part of one) are all of them.
+    /// restricted to the part's keys; all parts together (or one part of one) are all of them;
+    /// the sub-parts add up to the part; the paced singleton check claims only what it counted.
     #[test]
     fn small_tuples_in_part_are_exact() {
         use rand::rngs::ChaCha8Rng;
@@ -360,6 +455,19 @@ mod tests {
                 (part as f64 / all as f64 - 0.125).abs() < 0.02,
                 "{part} of {all}"
             );
+            // Sub-parts counted one by one add up to the part.
+            let keys0 = PartKeys::pick(&keys, w, 8, 0);
+            let by_sub: u64 = (0..SUB_PARTS).map(|s| keys0.count(s..s + 1, 2).alone).sum();
+            assert_eq!(by_sub, part);
+            // More than η singletons shown only when the part has them (the pace may give up
+            // near the limit, never claim past it), and shown where they are plenty.
+            for eta in [part / 4, part / 2, part - 1, part, part + 1, 2 * part] {
+                assert!(
+                    !keys0.shows_singletons(eta) || part > eta,
+                    "η {eta}, {part}"
+                );
+            }
+            assert!(keys0.shows_singletons(part / 4));
         }
     }
 }

@@ -24,6 +24,6 @@ pub use cells::{
 };
 pub use dense::Histogram;
 pub(crate) use dense::popcount16;
-pub(crate) use group::{CHUNK_ROWS, PartCounts, small_tuples_in_part};
+pub(crate) use group::{CHUNK_ROWS, PartCounts, PartKeys, SUB_PARTS};
 pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;

@@ -1,6 +1,7 @@
 //! Probes of a node's class keys before its tables are built. The keys of one hash part of the
 //! classes are counted exactly (each class whole or not at all), which is far cheaper than the
-//! whole group-by and can settle a node on its own:
+//! whole group-by and can settle a node on its own (the singletons are counted a few sub-parts
+//! at a time, stopping once they show it or their pace says the part will not):
 //! - more than η tuples alone in their class: the rule suppresses nothing there or below, and the
 //!   indices a search wants may follow ([`Evaluator::singleton_indices`]);
 //! - more than η tuples in classes of fewer than K tuples: the node fails `k >= K` whatever is
@@ -11,8 +12,8 @@ use rayon::prelude::*;
 
 use super::{Evaluator, NodeTables};
 use crate::classes::{
-    CHUNK_ROWS, KeyLayout, NodeGather, NodeKeys, PartCounts, RowKeys, row_class_keys,
-    small_tuples_in_part,
+    CHUNK_ROWS, KeyLayout, NodeGather, NodeKeys, PartCounts, PartKeys, RowKeys, SUB_PARTS,
+    row_class_keys,
 };
 use crate::encode::Dataset;
 use crate::error::Result;
@@ -138,20 +139,13 @@ impl Evaluator {
         }))
     }
 
-    /// The counts of part `part`'s classes at `node` (classes below `below` tuples), with the
-    /// rows the part holds.
-    fn count_part(
-        &self,
-        node: &[u8],
-        counts: &Counts<'_>,
-        part: u64,
-        below: u64,
-    ) -> (PartCounts, u64) {
+    /// The class keys of part `part`'s classes at `node`, with the rows the part holds.
+    fn part_keys(&self, node: &[u8], counts: &Counts<'_>, part: u64) -> (PartKeys, u64) {
         let ds = &self.dataset;
         let weights = ds.weights.as_deref();
         match counts {
             Counts::Keys(keys) => (
-                small_tuples_in_part(keys, weights, PROBE_PARTS, part, below),
+                PartKeys::pick(keys, weights, PROBE_PARTS, part),
                 ds.num_rows() as u64 / PROBE_PARTS,
             ),
             Counts::Rows(parts, layout) => {
@@ -164,11 +158,24 @@ impl Evaluator {
                 let part_weights: Option<Vec<u64>> =
                     weights.map(|w| rows.iter().map(|&r| w[r as usize]).collect());
                 (
-                    small_tuples_in_part(&keys, part_weights.as_deref(), 1, 0, below),
+                    PartKeys::pick(&keys, part_weights.as_deref(), 1, 0),
                     rows.len() as u64,
                 )
             }
         }
+    }
+
+    /// The counts of part `part`'s classes at `node` (classes below `below` tuples), with the
+    /// rows the part holds.
+    fn count_part(
+        &self,
+        node: &[u8],
+        counts: &Counts<'_>,
+        part: u64,
+        below: u64,
+    ) -> (PartCounts, u64) {
+        let (keys, rows) = self.part_keys(node, counts, part);
+        (keys.count(0..SUB_PARTS, below), rows)
     }
 
     /// Whether more than η tuples lie in classes of fewer than `k` tuples, given part 0's count
@@ -202,15 +209,19 @@ impl Evaluator {
     }
 
     /// Whether `node` provably has more than η singleton tuples (so that it and every node below
-    /// it have their [`crate::indices::SingletonIndices`]), judged on one part of its classes:
-    /// false means not shown, and so does a node that cannot be probed (first-row keys, more than
-    /// 2^22 rows). Costs one pass of key gathers at most.
+    /// it have their [`crate::indices::SingletonIndices`]), judged on sub-parts of one part of
+    /// its classes ([`PartKeys::shows_singletons`]): false means not shown, and so does a node
+    /// that cannot be probed (first-row keys, more than 2^22 rows). Costs one pass of key gathers
+    /// at most.
     pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {
         let Some(counts) = self.counts_for(node)? else {
             return Ok(false);
         };
         Ok(self.singletons_suppress_nothing()
-            && self.count_part(node, &counts, 0, 2).0.alone > self.dataset.eta)
+            && self
+                .part_keys(node, &counts, 0)
+                .0
+                .shows_singletons(self.dataset.eta))
     }
 
     /// A direct evaluation that stops once the rows' class keys show more than η singleton tuples
@@ -236,14 +247,24 @@ impl Evaluator {
             return self.tables(node).map(Probed::Tables);
         };
         let fails_below = fails_below.filter(|&k| k > 1);
-        // One pass over part 0 counts both the singletons and the small classes.
-        let (first, seen) = self.count_part(node, &counts, 0, fails_below.unwrap_or(2));
-        if singletons && self.singletons_suppress_nothing() && first.alone > self.dataset.eta {
-            return Ok(Probed::SingletonRich);
-        }
-        if fails_below.is_some_and(|k| self.proves_failing_k(node, &counts, k, (first.small, seen)))
-        {
-            return Ok(Probed::FailsK);
+        let singletons = singletons && self.singletons_suppress_nothing();
+        let eta = self.dataset.eta;
+        if singletons || fails_below.is_some() {
+            let (part, seen) = self.part_keys(node, &counts, 0);
+            match fails_below {
+                // One count of part 0 serves both the singletons and the small classes.
+                Some(k) => {
+                    let first = part.count(0..SUB_PARTS, k);
+                    if singletons && first.alone > eta {
+                        return Ok(Probed::SingletonRich);
+                    }
+                    if self.proves_failing_k(node, &counts, k, (first.small, seen)) {
+                        return Ok(Probed::FailsK);
+                    }
+                }
+                None if part.shows_singletons(eta) => return Ok(Probed::SingletonRich),
+                None => {}
+            }
         }
         match &counts {
             Counts::Keys(keys) => self.tables_keyed(node, &RowKeys::Classes(keys)),
