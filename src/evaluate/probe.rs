@@ -210,7 +210,7 @@ impl Evaluator {
 
     /// Whether `node` provably has more than η singleton tuples (so that it and every node below
     /// it have their [`crate::indices::SingletonIndices`]), judged on sub-parts of one part of
-    /// its classes ([`PartKeys::shows_singletons`]): false means not shown, and so does a node
+    /// its classes, paced (`PartKeys::shows_singletons`): false means not shown, and so does a node
     /// that cannot be probed (first-row keys, more than 2^22 rows). Costs one pass of key gathers
     /// at most.
     pub fn singleton_rich(&self, node: &[u8]) -> Result<bool> {

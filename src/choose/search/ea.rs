@@ -45,7 +45,7 @@ impl Default for EaConfig {
 }
 
 /// Runs PBG-EA; the result's `front` is the final archive, `evaluations` the unique nodes evaluated
-/// (or implied: see [`EvaluationCache::wanting`]).
+/// (or implied: see `EvaluationCache::wanting`).
 pub fn pbg_ea(ev: &Evaluator, objectives: &[Objective], cfg: &EaConfig) -> Result<SearchResult> {
     let heights = ev.lattice().heights().to_vec();
     let q = heights.len();
