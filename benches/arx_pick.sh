@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# ARX's side of the pick comparison (issue 15): ARX's Flash with k-anonymity (k = 5) and its Loss
+# metric on adult with ARX's hierarchies and 7 QIs, at 0 % and 1 % suppression, printing for every
+# run the anonymize call's time, the optimum (in pbg's QI order, to compare with
+# `bash benches/pick.sh`) and the nodes checked. Runs in one JVM: the first calls include the JIT.
+#
+# Needs Java and a classpath holding ARX 3.9 and its libraries in ARX_CP, for example the jars of an
+# ARX release, or ARX's `src/main` compiled with javac against its `lib/ant/*/*.jar` (without the
+# PDF certificate and the logistic-regression classifier when pdfbox-app and hadoop-core are
+# missing: neither is on the anonymize path).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${ARX_CP:?set ARX_CP to a classpath with ARX 3.9 and its libraries}"
+runs="${RUNS:-21}"
+out=target/arx-bench
+mkdir -p "$out"
+javac -nowarn -cp "$ARX_CP" -d "$out" benches/arx/PickBench.java
+for suppression in 0.0 0.01; do
+  java -cp "$ARX_CP:$out" PickBench datasets/adult "$suppression" "$runs"
+done
