@@ -134,7 +134,11 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
             CsvFormat::default()
                 .with_has_header(true)
                 .with_delimiter(delimiter)
-                .with_newlines_in_values(multiline),
+                .with_newlines_in_values(multiline)
+                // Every column is read as text: only the header's names are wanted, so no
+                // records are parsed to guess types (`check_files` has made sure that all
+                // files share the first one's header).
+                .with_schema_infer_max_rec(0),
         ),
     };
     let options = ListingOptions::new(format).with_file_extension(ext);
