@@ -3,7 +3,9 @@
 //! - one direct node evaluation over adult replicated 100× (3,016,200 rows, built here);
 //! - the exhaustive {k, l, GLM} and {k, t_equal, GLM} fronts and one PBG-EA run (25 × 100) for {k, GLM} on adult;
 //! - SQL: `generalize` over a dictionary-encoded 3M-row column on one core, and a GROUP BY node
-//!   evaluation (k, l, classes) over 3M rows in DataFusion next to the engine's `evaluate`.
+//!   evaluation (k, l, classes) over 3M rows in DataFusion next to the engine's `evaluate`;
+//! - a CSV pass's per-batch work on adult's 30,162 rows as `;` text: arrow's decode to text
+//!   columns, and `text_column` (each column's keys into its distinct texts) over them.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -194,5 +196,43 @@ fn sql_3m(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, lattice, search, direct_3m, sql_3m);
+fn csv_text(c: &mut Criterion) {
+    use arrow::csv::ReaderBuilder;
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/adult/adult.csv");
+    let bytes = std::fs::read(&path).expect("adult.csv");
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let fields: Vec<Field> = std::str::from_utf8(header)
+        .unwrap()
+        .split(';')
+        .map(|n| Field::new(n, DataType::Utf8, true))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let read = || -> Vec<RecordBatch> {
+        ReaderBuilder::new(schema.clone())
+            .with_header(true)
+            .with_delimiter(b';')
+            .with_batch_size(8192)
+            .build(std::io::Cursor::new(&bytes))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let batches = read();
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut g = c.benchmark_group("csv_text_adult");
+    g.throughput(Throughput::Elements(rows as u64));
+    g.bench_function("arrow_decode_utf8", |b| b.iter(|| black_box(read())));
+    g.bench_function("text_column_every_column", |b| {
+        b.iter(|| {
+            for batch in &batches {
+                for column in batch.columns() {
+                    black_box(pbg::encode::text_column(column).unwrap());
+                }
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lattice, search, direct_3m, sql_3m, csv_text);
 criterion_main!(benches);
