@@ -52,7 +52,8 @@ fn fail(path: &Path, e: impl std::fmt::Display) -> PbgError {
     }
 }
 
-/// Writes `batches` to `path` in `format` and syncs the file to disk.
+/// Writes `batches` to `path` in `format` (an [`crate::io::AtomicFile`]'s temporary file: its
+/// commit syncs it).
 pub fn write_batches(
     path: &Path,
     format: OutputFormat,
@@ -68,9 +69,7 @@ pub fn write_batches(
             for b in batches {
                 w.write(b).map_err(|e| fail(path, e))?;
             }
-            let buf = w.into_inner();
-            let file = buf.into_inner().map_err(|e| fail(path, e))?;
-            file.sync_all().map_err(|e| PbgError::io(path, e))?;
+            w.into_inner().into_inner().map_err(|e| fail(path, e))?;
         }
         OutputFormat::Parquet => {
             let props = WriterProperties::builder()
@@ -81,8 +80,7 @@ pub fn write_batches(
             for b in batches {
                 w.write(b).map_err(|e| fail(path, e))?;
             }
-            let file = w.into_inner().map_err(|e| fail(path, e))?;
-            file.sync_all().map_err(|e| PbgError::io(path, e))?;
+            w.into_inner().map_err(|e| fail(path, e))?;
         }
     }
     Ok(())

@@ -230,9 +230,9 @@ impl Companion for KeptRows {
     }
 }
 
-/// Writes the CSV release of `node` from the kept rows to `path` and syncs it to disk: the same
-/// columns, labels and rows as the release plan, in input order. Returns the rows written and the
-/// fingerprint of every row written.
+/// Writes the CSV release of `node` from the kept rows to `path` (syncing it is the job of the
+/// [`crate::io::AtomicFile`] it belongs to): the same columns, labels and rows as the release
+/// plan, in input order. Returns the rows written and the fingerprint of every row written.
 pub fn write_kept_csv(
     ev: &Evaluator,
     node: &[u8],

@@ -50,7 +50,7 @@ impl PartitionStream for KeptPartition {
 }
 
 /// Writes the release of `node` to `path` in `format` through the release plan over the kept
-/// rows `kept` (every column of `ev`'s input, in input order) in session `ctx`; syncs it.
+/// rows `kept` (every column of `ev`'s input, in input order) in session `ctx`.
 /// Returns the rows written and the fingerprint of what the writer was given.
 pub async fn write_kept_release(
     ctx: &SessionContext,

@@ -87,8 +87,8 @@ pub struct ReleaseSummary {
     pub timings: Timings,
 }
 
-/// Writes a release plan to one file in `format` with DataFusion's writer and syncs it to disk;
-/// returns the rows written and the fingerprint of every row that went to the writer.
+/// Writes a release plan to one file in `format` with DataFusion's writer (the
+/// [`crate::io::AtomicFile`] it belongs to syncs it); returns the rows written and the fingerprint of every row that went to the writer.
 pub async fn write_frame(
     df: DataFrame,
     path: &Path,
@@ -130,8 +130,6 @@ pub async fn write_frame(
         .await
         .map_err(fail)?;
     let rows = written_rows(&batches);
-    let file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
-    file.sync_all().map_err(|e| PbgError::io(path, e))?;
     let fingerprint = acc.lock().map(|f| f.clone()).unwrap_or_default();
     Ok((rows, fingerprint))
 }
@@ -175,7 +173,7 @@ pub fn anonymize_in(
     stage("pass 1: class statistics");
     profile.protect(output)?;
     let format = OutputFormat::of(output)?;
-    let file = AtomicFile::new(output)?;
+    let mut file = AtomicFile::new(output)?;
     let distributed = ctx
         .state()
         .config()
@@ -242,6 +240,8 @@ pub fn anonymize_in(
     };
     let t3 = Instant::now();
     stage("verifying the release");
+    // The written file goes to disk while it is read back and checked.
+    file.sync_in_background();
     // Without the fingerprint of what the writer was given (the executors wrote it), the verifier
     // fingerprints the input's release afresh.
     let (check, _) = block_on(verify_release(
@@ -345,7 +345,7 @@ async fn write_remote(df: DataFrame, path: &Path, format: OutputFormat) -> Resul
     let copy = copy_plan(plan, &absolute, format).map_err(fail)?;
     let batches = DataFrame::new(state, copy).collect().await.map_err(fail)?;
     let rows = written_rows(&batches);
-    let file = std::fs::File::open(&absolute).map_err(|e| {
+    std::fs::File::open(&absolute).map_err(|e| {
         PbgError::io(
             path,
             std::io::Error::new(
@@ -354,7 +354,6 @@ async fn write_remote(df: DataFrame, path: &Path, format: OutputFormat) -> Resul
             ),
         )
     })?;
-    file.sync_all().map_err(|e| PbgError::io(path, e))?;
     Ok(rows)
 }
 

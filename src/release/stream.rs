@@ -21,8 +21,8 @@ use crate::input::{self, df_error};
 /// Bytes of input per range: bounds what one range's release holds in memory.
 const RANGE_BYTES: u64 = 16 << 20;
 
-/// Writes the CSV release of `node` to `path` reading the input afresh in ordered ranges; syncs
-/// it. Returns the rows written and the fingerprint of every row written.
+/// Writes the CSV release of `node` to `path` reading the input afresh in ordered ranges.
+/// Returns the rows written and the fingerprint of every row written.
 pub async fn write_streamed_csv(
     ctx: &SessionContext,
     ev: &Evaluator,

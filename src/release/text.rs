@@ -184,14 +184,13 @@ impl CsvRelease {
         Ok(())
     }
 
-    /// Flushes and syncs the file; the rows written and their fingerprint.
+    /// Flushes the file (syncing it is the atomic output's job); the rows written and their
+    /// fingerprint.
     pub fn finish(self) -> Result<(u64, Fingerprint)> {
         let path = self.path;
-        let file = self
-            .writer
+        self.writer
             .into_inner()
             .map_err(|e| PbgError::io(&path, e.into_error()))?;
-        file.sync_all().map_err(|e| PbgError::io(&path, e))?;
         Ok((self.rows, self.fingerprint))
     }
 }

@@ -146,8 +146,7 @@ fn write_generated(
                     w.write(&b).map_err(|e| fail(&e))?;
                 }
             }
-            let out = w.into_inner().map_err(|e| fail(&e))?;
-            out.sync_all().map_err(|e| PbgError::io(output, e))?;
+            w.into_inner().map_err(|e| fail(&e))?;
         }
         OutputFormat::Csv => {
             let mut w = arrow::csv::WriterBuilder::new()
@@ -173,8 +172,7 @@ fn write_generated(
                 let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?;
                 w.write(&b).map_err(|e| fail(&e))?;
             }
-            let out = w.into_inner().into_inner().map_err(|e| fail(&e))?;
-            out.sync_all().map_err(|e| PbgError::io(output, e))?;
+            w.into_inner().into_inner().map_err(|e| fail(&e))?;
         }
     }
     file.commit()
