@@ -140,47 +140,58 @@ pub(super) fn kind_of(path: &Path) -> Result<(FileKind, String)> {
     })
 }
 
-/// The header of a CSV file: its first record, split on `delimiter` outside double quotes.
+/// The header of a CSV file: its first record, tokenized by csv-core with the settings arrow's
+/// CSV reader gives it (`"` quotes, doubled inner quotes, a record ends at `\n`, `\r\n` or a
+/// lone `\r`), so it is the header DataFusion will read; a leading BOM is dropped.
 fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
+    use csv_core::{ReadRecordResult, ReaderBuilder};
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
-    let mut bytes = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let mut quoted = false;
-    'read: loop {
-        let n = file.read(&mut chunk).map_err(|e| PbgError::io(path, e))?;
-        if n == 0 {
-            break;
+    let mut reader = ReaderBuilder::new().delimiter(delimiter).build();
+    let mut chunk = vec![0u8; 8192];
+    let (mut at, mut filled) = (0, 0);
+    let mut out = vec![0u8; 8192];
+    let mut ends = vec![0usize; 64];
+    let (mut written, mut fields) = (0, 0);
+    loop {
+        if at == filled {
+            // An empty read tells csv-core the file has ended.
+            filled = file.read(&mut chunk).map_err(|e| PbgError::io(path, e))?;
+            at = 0;
         }
-        for &b in &chunk[..n] {
-            if b == b'"' {
-                quoted = !quoted;
+        let (result, read, wrote, ended) =
+            reader.read_record(&chunk[at..filled], &mut out[written..], &mut ends[fields..]);
+        at += read;
+        written += wrote;
+        fields += ended;
+        match result {
+            ReadRecordResult::InputEmpty => {}
+            ReadRecordResult::OutputFull if out.len() >= 16 << 20 => {
+                return Err(PbgError::Format {
+                    path: path.to_path_buf(),
+                    message: "the header line is longer than 16 MiB".into(),
+                });
             }
-            if b == b'\n' && !quoted {
-                break 'read;
-            }
-            bytes.push(b);
-        }
-        if bytes.len() > 16 << 20 {
-            return Err(PbgError::Format {
-                path: path.to_path_buf(),
-                message: "the header line is longer than 16 MiB".into(),
-            });
+            ReadRecordResult::OutputFull => out.resize(out.len() * 2, 0),
+            ReadRecordResult::OutputEndsFull => ends.resize(ends.len() * 2, 0),
+            ReadRecordResult::Record | ReadRecordResult::End => break,
         }
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.trim_start_matches('\u{feff}').trim_end_matches('\r');
-    let mut names = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    for c in text.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            c if c as u32 == delimiter as u32 && !quoted => names.push(std::mem::take(&mut field)),
-            c => field.push(c),
+    // Field ends count from the record's start.
+    let mut names = Vec::with_capacity(fields);
+    let mut from = 0;
+    for &end in &ends[..fields] {
+        names.push(String::from_utf8_lossy(&out[from..end]).into_owned());
+        from = end;
+    }
+    if let Some(first) = names.first_mut() {
+        if let Some(rest) = first.strip_prefix('\u{feff}') {
+            *first = rest.to_string();
         }
     }
-    names.push(field);
+    if names.is_empty() {
+        names.push(String::new());
+    }
     Ok(names)
 }
 
@@ -419,4 +430,49 @@ fn same_set(a: &[String], b: &[String]) -> bool {
     a.sort();
     b.sort();
     a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header of `bytes` written to a scratch file.
+    fn header_of(name: &str, bytes: &[u8], delimiter: u8) -> Vec<String> {
+        let path =
+            std::env::temp_dir().join(format!("pbg-header-{name}-{}.csv", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let names = csv_header(&path, delimiter).unwrap();
+        let _ = std::fs::remove_file(&path);
+        names
+    }
+
+    /// Records end at `\n`, `\r\n` and a lone `\r`, as in arrow's reader: a file whose lines end
+    /// in `\r` alone has a header of its first line, not the whole file.
+    #[test]
+    fn header_ends_at_every_line_terminator() {
+        let want = vec!["zip", "age", "s"];
+        assert_eq!(header_of("lf", b"zip;age;s\n1;2;3\n", b';'), want);
+        assert_eq!(header_of("crlf", b"zip;age;s\r\n1;2;3\r\n", b';'), want);
+        assert_eq!(header_of("cr", b"zip;age;s\r1;2;3\r4;5;6\r", b';'), want);
+        assert_eq!(header_of("eof", b"zip;age;s", b';'), want);
+    }
+
+    /// Quoted names keep their delimiters, newlines and doubled quotes; a BOM is dropped; a
+    /// quote inside an unquoted name does not swallow the rest of the file.
+    #[test]
+    fn header_quotes_and_bom() {
+        assert_eq!(
+            header_of(
+                "quoted",
+                b"\xef\xbb\xbf\"a,b\",\"c\"\"d\",\"e\nf\"\n1,2,3\n",
+                b','
+            ),
+            vec!["a,b", "c\"d", "e\nf"]
+        );
+        assert_eq!(
+            header_of("inner", b"height\",w\n1,2\n3,4\n", b','),
+            vec!["height\"", "w"]
+        );
+        assert_eq!(header_of("empty", b"", b','), vec![""]);
+    }
 }
