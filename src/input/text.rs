@@ -513,7 +513,7 @@ mod tests {
             for rotation in [0, 29] {
                 let mut used = std::collections::HashMap::new();
                 for m in 0..1024u64 {
-                    let mid = (m * 0x0101_0101_0101_0101) ^ base;
+                    let mid = m.wrapping_mul(0x0101_0101_0101_0101) ^ base;
                     let head = base ^ mid.rotate_left(rotation);
                     let w = TextWords { head, mid, tail: 7, len: 24 };
                     *used.entry(table.hash(w) % slots).or_insert(0u32) += 1;
