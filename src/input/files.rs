@@ -184,10 +184,10 @@ fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
         names.push(String::from_utf8_lossy(&out[from..end]).into_owned());
         from = end;
     }
-    if let Some(first) = names.first_mut() {
-        if let Some(rest) = first.strip_prefix('\u{feff}') {
-            *first = rest.to_string();
-        }
+    if let Some(first) = names.first_mut()
+        && let Some(rest) = first.strip_prefix('\u{feff}')
+    {
+        *first = rest.to_string();
     }
     if names.is_empty() {
         names.push(String::new());
