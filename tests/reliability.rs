@@ -566,22 +566,24 @@ fn parquet(path: &Path, columns: Vec<(&str, arrow::array::ArrayRef)>) {
     w.close().unwrap();
 }
 
+/// A directory `d` under `dir` holding `a.csv` and `b.csv` with the given texts.
+fn two_csv_files(dir: &Path, a: &str, b: &str) -> std::path::PathBuf {
+    let d = dir.join("d");
+    fs::create_dir(&d).unwrap();
+    write(&d, "a.csv", a);
+    write(&d, "b.csv", b);
+    d
+}
+
 /// Files whose lines end in a lone `\r` (old Mac style): the header is the first line, as
 /// DataFusion reads it, so a directory of two such files is one input and its values are
 /// released byte for byte (the header check once took the whole file for the header).
 #[test]
 fn csv_files_with_carriage_return_line_ends_are_read_by_record() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("d");
-    fs::create_dir(&d).unwrap();
-    write(
-        &d,
-        "a.csv",
+    let d = two_csv_files(
+        dir.path(),
         "zip,age,disease\r13053,007,flu\r13053,1e5,cold\r",
-    );
-    write(
-        &d,
-        "b.csv",
         "zip,age,disease\r13068,007,flu\r13068,1e5,cold\r",
     );
     let p = profile(dir.path(), &d.to_string_lossy(), false, "");
@@ -615,16 +617,9 @@ fn csv_files_with_carriage_return_line_ends_are_read_by_record() {
 #[test]
 fn csv_files_of_one_input_must_agree_on_their_header() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("d");
-    fs::create_dir(&d).unwrap();
-    write(
-        &d,
-        "a.csv",
+    let d = two_csv_files(
+        dir.path(),
         "id,zip,disease,ssn\n1,13053,flu,111-11\n2,13053,cold,222-22\n",
-    );
-    write(
-        &d,
-        "b.csv",
         "id,zip,ssn,disease\n3,13068,333-33,flu\n4,13068,444-44,cold\n",
     );
     let p = write(

@@ -115,7 +115,7 @@ fn offset_strings<O: arrow::array::OffsetSizeTrait>(
 /// A text's identity for hashing: its length, its first 8 bytes (zero-filled below 8 bytes),
 /// above 16 bytes its next 8 (else 0) and above 8 bytes its last 8 (else 0). Two texts of at
 /// most [`EXACT_BYTES`] are equal exactly when their words are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct TextWords {
     head: u64,
     mid: u64,
@@ -164,28 +164,24 @@ struct ShortTextTable<'a> {
 }
 
 impl<'a> ShortTextTable<'a> {
+    /// An empty table over `data`, with fresh random seeds.
     fn new(data: &'a [u8]) -> Self {
         let state = ahash::RandomState::new();
         Self::with_seed(data, [1u64, 2, 3, 4].map(|i| state.hash_one(i)))
     }
 
+    /// An empty table over `data` hashing with `seed`.
     fn with_seed(data: &'a [u8], seed: [u64; 4]) -> Self {
-        let empty = TextWords {
-            head: 0,
-            mid: 0,
-            tail: 0,
-            len: 0,
-        };
         ShortTextTable {
             data,
-            slots: vec![(empty, 0); 64],
+            slots: vec![(TextWords::default(), 0); 64],
             ranges: Vec::new(),
             seed,
         }
     }
 
-    /// The words of `data[start..end]`, read as two whole words of the buffer and masked (no
-    /// branch on the length) unless the text lies within 8 bytes of the buffer's ends.
+    /// The words of `data[start..end]`, read as three whole words of the buffer and masked (no
+    /// branch on the length) unless a read would cross one of the buffer's ends.
     #[inline(always)]
     fn words(&self, start: usize, end: usize) -> TextWords {
         let len = end - start;
@@ -216,6 +212,7 @@ impl<'a> ShortTextTable<'a> {
         &self.data[s..e]
     }
 
+    /// The slot hash of a text's words.
     #[inline]
     fn hash(&self, w: TextWords) -> u64 {
         let fold = |a: u64, b: u64| {
@@ -284,16 +281,7 @@ impl<'a> ShortTextTable<'a> {
     /// Doubles the slots, placing every text again.
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.slots);
-        let empty = (
-            TextWords {
-                head: 0,
-                mid: 0,
-                tail: 0,
-                len: 0,
-            },
-            0,
-        );
-        self.slots = vec![empty; old.len() * 2];
+        self.slots = vec![(TextWords::default(), 0); old.len() * 2];
         let mask = self.slots.len() - 1;
         for (w, k) in old.into_iter().filter(|s| s.1 != 0) {
             let mut i = self.hash(w) as usize & mask;

@@ -99,16 +99,8 @@ pub fn write_text_atomic(path: &Path, text: &str) -> Result<()> {
 
 /// Removes temporary files left beside `name` by runs that were killed (their process is gone),
 /// so that a killed job leaves no garbage once the next one starts. Linux only (`/proc`).
-/// Syncs a written file to disk (a directory: each file in it, then the directory).
+/// Syncs a written file to disk (every atomic output is one file).
 fn sync_path(path: &Path) -> std::io::Result<()> {
-    if path.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                std::fs::File::open(entry.path())?.sync_all()?;
-            }
-        }
-    }
     std::fs::File::open(path)?.sync_all()
 }
 
@@ -276,21 +268,22 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A scratch directory holding `out.csv` = "old\n", and an atomic file planned over it.
+    fn over_old_target(name: &str) -> (PathBuf, PathBuf, AtomicFile) {
         let dir = std::env::temp_dir().join(format!("pbg-atomic-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        let target = dir.join("out.csv");
+        std::fs::write(&target, "old\n").unwrap();
+        let file = AtomicFile::new(&target).unwrap();
+        (dir, target, file)
     }
 
     /// A file synced in the background while it is read, then committed: the target holds it
     /// and no temporary file is left.
     #[test]
     fn background_sync_then_commit_replaces_the_target() {
-        let dir = scratch("commit");
-        let target = dir.join("out.csv");
-        std::fs::write(&target, "old\n").unwrap();
-        let mut file = AtomicFile::new(&target).unwrap();
+        let (dir, target, mut file) = over_old_target("commit");
         std::fs::write(file.temp_path(), "a,b\n1,2\n").unwrap();
         file.sync_in_background();
         assert_eq!(
@@ -306,10 +299,7 @@ mod tests {
     /// and removes the temporary file.
     #[test]
     fn background_sync_then_drop_keeps_the_old_target() {
-        let dir = scratch("drop");
-        let target = dir.join("out.csv");
-        std::fs::write(&target, "old\n").unwrap();
-        let mut file = AtomicFile::new(&target).unwrap();
+        let (dir, target, mut file) = over_old_target("drop");
         std::fs::write(file.temp_path(), "new\n").unwrap();
         file.sync_in_background();
         drop(file);
@@ -320,10 +310,7 @@ mod tests {
     /// Nothing was written: the commit fails (the sync finds no file) and the target stays.
     #[test]
     fn commit_without_a_written_file_fails_and_keeps_the_target() {
-        let dir = scratch("missing");
-        let target = dir.join("out.csv");
-        std::fs::write(&target, "old\n").unwrap();
-        let mut file = AtomicFile::new(&target).unwrap();
+        let (_, target, mut file) = over_old_target("missing");
         file.sync_in_background();
         assert!(file.commit().is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
