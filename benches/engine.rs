@@ -207,7 +207,14 @@ fn csv_text(c: &mut Criterion) {
         .map(|n| Field::new(n, DataType::Utf8, true))
         .collect();
     let schema = Arc::new(Schema::new(fields));
-    let read = || -> Vec<RecordBatch> {
+    let view_schema = Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), DataType::Utf8View, true))
+            .collect::<Vec<_>>(),
+    ));
+    let read_as = |schema: &Arc<Schema>| -> Vec<RecordBatch> {
         ReaderBuilder::new(schema.clone())
             .with_header(true)
             .with_delimiter(b';')
@@ -217,11 +224,25 @@ fn csv_text(c: &mut Criterion) {
             .collect::<Result<_, _>>()
             .unwrap()
     };
+    let read = || read_as(&schema);
     let batches = read();
+    let view_batches = read_as(&view_schema);
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let mut g = c.benchmark_group("csv_text_adult");
     g.throughput(Throughput::Elements(rows as u64));
     g.bench_function("arrow_decode_utf8", |b| b.iter(|| black_box(read())));
+    g.bench_function("arrow_decode_utf8view", |b| {
+        b.iter(|| black_box(read_as(&view_schema)))
+    });
+    g.bench_function("text_column_every_view_column", |b| {
+        b.iter(|| {
+            for batch in &view_batches {
+                for column in batch.columns() {
+                    black_box(pbg::encode::text_column(column).unwrap());
+                }
+            }
+        })
+    });
     g.bench_function("text_column_every_column", |b| {
         b.iter(|| {
             for batch in &batches {

@@ -33,7 +33,7 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
     match column.data_type() {
         DataType::Utf8 => return Ok(offset_strings(column.as_string::<i32>())?),
         DataType::LargeUtf8 => return Ok(offset_strings(column.as_string::<i64>())?),
-        DataType::Utf8View => return strings(column.as_string_view()),
+        DataType::Utf8View => return Ok(view_strings(column.as_string_view())?),
         _ => {}
     }
     // Numbers, dates and times of up to 8 bytes (every typed Parquet column pbg meets on wide
@@ -62,27 +62,6 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
     })
 }
 
-/// Text values as keys into their distinct values ([`first_appearance`]). Replaces arrow's cast,
-/// whose builder returns a `Result` per row (a fifth of a 3 M-row CSV anonymize's CPU) and which
-/// took Utf8View through Utf8 first.
-fn strings<'a, A>(column: A) -> Result<TextColumn>
-where
-    A: ArrayAccessor<Item = &'a str>,
-{
-    let (keys, distinct) = first_appearance(
-        column.len(),
-        |r| column.is_null(r),
-        |r| {
-            let v = column.value(r);
-            (v, v)
-        },
-    )?;
-    Ok(TextColumn {
-        keys: UInt32Array::new(keys.into(), column.logical_nulls()),
-        values: StringArray::from_iter_values(distinct),
-    })
-}
-
 /// Offset-encoded text (Utf8, LargeUtf8: every column a CSV scan yields) as keys into its
 /// distinct values, numbered in order of first appearance like [`first_appearance`], through a
 /// [`ShortTextTable`]: a value of up to 24 bytes is hashed and compared as three words read
@@ -94,7 +73,7 @@ fn offset_strings<O: arrow::array::OffsetSizeTrait>(
 ) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
     let data = column.value_data();
     let offsets = column.value_offsets();
-    let mut table = ShortTextTable::new(data);
+    let mut table = ShortTextTable::new(column);
     // No shortcut for a run of equal values, and no per-row null test when there are no nulls:
     // on shuffled rows such branches mispredict and cost more than the lookup they save.
     let mut keys = vec![0u32; column.len()];
@@ -104,7 +83,36 @@ fn offset_strings<O: arrow::array::OffsetSizeTrait>(
             continue;
         }
         let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
-        *key = table.key(table.words(start, end), start, end)?;
+        *key = table.key(buffer_words(data, start, end), row)?;
+    }
+    Ok(TextColumn {
+        keys: UInt32Array::new(keys.into(), column.logical_nulls()),
+        values: table.into_values()?,
+    })
+}
+
+/// View-encoded text (Utf8View) as keys into its distinct values, like [`offset_strings`]: a
+/// value of up to 12 bytes is read from its view alone (where arrow keeps it inline), a longer
+/// one from its buffer.
+fn view_strings(
+    column: &arrow::array::StringViewArray,
+) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
+    let views = column.views();
+    let mut table = ShortTextTable::new(column);
+    let mut keys = vec![0u32; column.len()];
+    let nulls = column.nulls().filter(|n| n.null_count() > 0);
+    for (row, key) in keys.iter_mut().enumerate() {
+        if nulls.is_some_and(|n| n.is_null(row)) {
+            continue;
+        }
+        let view = views[row];
+        let len = view as u32 as usize;
+        let words = if len <= 12 {
+            inline_words(view, len)
+        } else {
+            long_words(column.value(row).as_bytes())
+        };
+        *key = table.key(words, row)?;
     }
     Ok(TextColumn {
         keys: UInt32Array::new(keys.into(), column.logical_nulls()),
@@ -149,67 +157,102 @@ impl TextWords {
     }
 }
 
-/// An open-addressing table from texts (byte ranges of one buffer) to keys numbered in order of
+/// The 8 bytes of `text` from `at` as a little-endian word (`at + 8 <= text.len()`).
+#[inline(always)]
+fn word(text: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(text[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+
+/// The mask keeping the first `len` bytes of a word (all of it from 8 bytes on).
+#[inline(always)]
+fn head_mask(len: usize) -> u64 {
+    if len >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * (len & 7))) - 1
+    }
+}
+
+/// The words of `data[start..end]`, read as three whole words of the buffer and masked (no
+/// branch on the length) unless a read would cross one of the buffer's ends.
+#[inline(always)]
+fn buffer_words(data: &[u8], start: usize, end: usize) -> TextWords {
+    let len = end - start;
+    if start + 16 > data.len() || end < 8 {
+        return TextWords::of(&data[start..end]);
+    }
+    TextWords {
+        head: word(data, start) & head_mask(len),
+        mid: word(data, start + 8) & if len > 16 { u64::MAX } else { 0 },
+        tail: word(data, end - 8) & if len > 8 { u64::MAX } else { 0 },
+        len,
+    }
+}
+
+/// The words of a text of `len` <= 12 bytes held inline in its Utf8View `view` (length in the
+/// low 4 bytes, the text in the next 12). Arrow's validation refuses non-zero padding, but an
+/// array imported unchecked (FFI) need not have been validated: the padding is masked out.
+#[inline(always)]
+fn inline_words(view: u128, len: usize) -> TextWords {
+    let text = view >> 32;
+    TextWords {
+        head: text as u64 & head_mask(len),
+        mid: 0,
+        // Bytes len-8..len, for a text over 8 bytes.
+        tail: if len > 8 {
+            (text >> (8 * (len.saturating_sub(8) & 7))) as u64
+        } else {
+            0
+        },
+        len,
+    }
+}
+
+/// The words of a text of more than 8 bytes, read as whole words.
+#[inline(always)]
+fn long_words(text: &[u8]) -> TextWords {
+    let len = text.len();
+    if len <= 8 {
+        return TextWords::of(text);
+    }
+    TextWords {
+        head: word(text, 0),
+        mid: if len > 16 { word(text, 8) } else { 0 },
+        tail: word(text, len - 8),
+        len,
+    }
+}
+
+/// An open-addressing table from the texts of one string array to keys numbered in order of
 /// first appearance. Slots hold the words and the key; texts over 24 bytes are confirmed byte
-/// for byte. The hash folds each pair of words through a multiply with its own random seeds
-/// (drawn per table), so that no input can choose collisions: with the words merely combined
-/// by xor, crafted texts sharing one combination made every lookup walk the whole batch.
-struct ShortTextTable<'a> {
-    data: &'a [u8],
+/// for byte against the row that first held them. The hash folds each pair of words through a
+/// multiply with its own random seeds (drawn per table), so that no input can choose
+/// collisions: with the words merely combined by xor, crafted texts sharing one combination
+/// made every lookup walk the whole batch.
+struct ShortTextTable<A> {
+    column: A,
     /// (words, key + 1); key 0 marks an empty slot.
     slots: Vec<(TextWords, u32)>,
-    /// Byte range of each distinct text, by key.
-    ranges: Vec<(usize, usize)>,
+    /// The row where each distinct text first appears, by key.
+    firsts: Vec<usize>,
     seed: [u64; 4],
 }
 
-impl<'a> ShortTextTable<'a> {
-    /// An empty table over `data`, with fresh random seeds.
-    fn new(data: &'a [u8]) -> Self {
+impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
+    /// An empty table over `column`, with fresh random seeds.
+    fn new(column: A) -> Self {
         let state = ahash::RandomState::new();
-        Self::with_seed(data, [1u64, 2, 3, 4].map(|i| state.hash_one(i)))
+        Self::with_seed(column, [1u64, 2, 3, 4].map(|i| state.hash_one(i)))
     }
 
-    /// An empty table over `data` hashing with `seed`.
-    fn with_seed(data: &'a [u8], seed: [u64; 4]) -> Self {
+    /// An empty table over `column` hashing with `seed`.
+    fn with_seed(column: A, seed: [u64; 4]) -> Self {
         ShortTextTable {
-            data,
+            column,
             slots: vec![(TextWords::default(), 0); 64],
-            ranges: Vec::new(),
+            firsts: Vec::new(),
             seed,
         }
-    }
-
-    /// The words of `data[start..end]`, read as three whole words of the buffer and masked (no
-    /// branch on the length) unless a read would cross one of the buffer's ends.
-    #[inline(always)]
-    fn words(&self, start: usize, end: usize) -> TextWords {
-        let len = end - start;
-        let d = self.data;
-        if start + 16 > d.len() || end < 8 {
-            return TextWords::of(&d[start..end]);
-        }
-        let word = |at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap_or([0; 8]));
-        let head_mask = if len >= 8 {
-            u64::MAX
-        } else {
-            (1u64 << (8 * (len & 7))) - 1
-        };
-        let mid_mask = if len > 16 { u64::MAX } else { 0 };
-        let tail_mask = if len > 8 { u64::MAX } else { 0 };
-        TextWords {
-            head: word(start) & head_mask,
-            mid: word(start + 8) & mid_mask,
-            tail: word(end - 8) & tail_mask,
-            len,
-        }
-    }
-
-    /// The bytes of the text numbered `key`.
-    #[inline]
-    fn text(&self, key: u32) -> &'a [u8] {
-        let (s, e) = self.ranges[key as usize];
-        &self.data[s..e]
     }
 
     /// The slot hash of a text's words.
@@ -226,13 +269,12 @@ impl<'a> ShortTextTable<'a> {
         fold(a ^ s[3], b ^ s[0])
     }
 
-    /// The key of `data[start..end]`, numbering it next if it is new.
+    /// The key of the text of `row`, whose words are `words`, numbering it next if it is new.
     #[inline(always)]
     fn key(
         &mut self,
         words: TextWords,
-        start: usize,
-        end: usize,
+        row: usize,
     ) -> std::result::Result<u32, arrow::error::ArrowError> {
         let mask = self.slots.len() - 1;
         let mut i = self.hash(words) as usize & mask;
@@ -243,36 +285,38 @@ impl<'a> ShortTextTable<'a> {
                 | (w.mid ^ words.mid)
                 | (w.tail ^ words.tail)
                 | (w.len ^ words.len) as u64;
-            if same == 0
-                && k != 0
-                && (words.len <= EXACT_BYTES || *self.text(k - 1) == self.data[start..end])
-            {
+            if same == 0 && k != 0 && (words.len <= EXACT_BYTES || self.same_text(k - 1, row)) {
                 return Ok(k - 1);
             }
             if k == 0 {
-                return self.insert(i, words, start, end);
+                return self.insert(i, words, row);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Numbers a new text next, in the empty slot `i` its probe ended on.
+    /// Whether `row` holds the text numbered `key`, byte for byte.
+    #[inline(never)]
+    fn same_text(&self, key: u32, row: usize) -> bool {
+        self.column.value(self.firsts[key as usize]) == self.column.value(row)
+    }
+
+    /// Numbers the text of `row` next, in the empty slot `i` its probe ended on.
     #[inline(never)]
     fn insert(
         &mut self,
         i: usize,
         words: TextWords,
-        start: usize,
-        end: usize,
+        row: usize,
     ) -> std::result::Result<u32, arrow::error::ArrowError> {
-        let key = u32::try_from(self.ranges.len())
+        let key = u32::try_from(self.firsts.len())
             .ok()
             .filter(|&k| k < u32::MAX)
             .ok_or(arrow::error::ArrowError::DictionaryKeyOverflowError)?;
         self.slots[i] = (words, key + 1);
-        self.ranges.push((start, end));
+        self.firsts.push(row);
         // A quarter full at most: few probes go past their first slot.
-        if self.ranges.len() * 4 > self.slots.len() {
+        if self.firsts.len() * 4 > self.slots.len() {
             self.grow();
         }
         Ok(key)
@@ -294,14 +338,10 @@ impl<'a> ShortTextTable<'a> {
 
     /// The distinct texts in key order.
     fn into_values(self) -> std::result::Result<StringArray, arrow::error::ArrowError> {
-        let bytes: usize = self.ranges.iter().map(|(s, e)| e - s).sum();
-        let mut builder = arrow::array::StringBuilder::with_capacity(self.ranges.len(), bytes);
-        for &(s, e) in &self.ranges {
-            // The ranges are whole values of a string array, so this cannot fail; checked anyway.
-            let text = std::str::from_utf8(&self.data[s..e])
-                .map_err(|e| arrow::error::ArrowError::InvalidArgumentError(e.to_string()))?;
-            builder.append_value(text);
-        }
+        let texts = self.firsts.iter().map(|&r| self.column.value(r));
+        let bytes: usize = texts.clone().map(str::len).sum();
+        let mut builder = arrow::array::StringBuilder::with_capacity(self.firsts.len(), bytes);
+        texts.for_each(|t| builder.append_value(t));
         Ok(builder.finish())
     }
 }
@@ -496,7 +536,8 @@ mod tests {
         /// `head ^ mid`) spread over the table like any others, whatever the seeds.
         #[test]
         fn crafted_texts_do_not_collide(seed in proptest::array::uniform4(any::<u64>()), base in any::<u64>()) {
-            let table = ShortTextTable::with_seed(&[], seed);
+            let empty = StringArray::from(Vec::<&str>::new());
+            let table = ShortTextTable::with_seed(&empty, seed);
             let slots = 4096u64;
             for rotation in [0, 29] {
                 let mut used = std::collections::HashMap::new();
@@ -527,10 +568,12 @@ mod tests {
             let to = (from + to).min(rows.len()).max(from);
             let full = StringArray::from(rows.clone());
             let large = LargeStringArray::from(rows.clone());
+            let view = StringViewArray::from(rows.clone());
             let sliced: Vec<ArrayRef> = vec![
                 Arc::new(full.slice(from, rows.len() - from)),
                 Arc::new(full.slice(0, to)),
                 Arc::new(large.slice(from, to - from)),
+                Arc::new(view.slice(from, to - from)),
             ];
             for c in &sliced {
                 let t = text_column(c).unwrap();
