@@ -8,6 +8,9 @@
 # ARX release, or ARX's `src/main` compiled with javac against its `lib/ant/*/*.jar` (without the
 # PDF certificate and the logistic-regression classifier when pdfbox-app and hadoop-core are
 # missing: neither is on the anonymize path).
+# ARX_DATA names another directory holding adult.csv and arx-hierarchies/ (benches/csv_etl.sh
+# passes adult x 100); ARX_OUTPUT saves the last run's output there as `;` CSV, so that a timing of
+# the whole `java` process includes writing the release, as pbg's does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${ARX_CP:?set ARX_CP to a classpath with ARX 3.9 and its libraries}"
@@ -16,5 +19,5 @@ out=target/arx-bench
 mkdir -p "$out"
 javac -nowarn -cp "$ARX_CP" -d "$out" benches/arx/PickBench.java
 for suppression in 0.0 0.01; do
-  java -cp "$ARX_CP:$out" PickBench datasets/adult "$suppression" "$runs"
+  java -cp "$ARX_CP:$out" PickBench "${ARX_DATA:-datasets/adult}" "$suppression" "$runs" ${ARX_OUTPUT:+"$ARX_OUTPUT"}
 done

@@ -4,6 +4,8 @@
 #   anonymize --pick --require 'k>=5' (0 % suppression), --require 'k>=5,l>=3' at 1 %, the first
 #   with a Parquet release too, and pbg lattice (every index of 2160 nodes); then adult x 1000
 #   (30,162,000 rows, 2.5 GB) with `BIG=1`. The report's `input_reads` says whether the release came from the rows pass 1 kept.
+#   With ARX_CP set (see benches/arx_pick.sh), ARX's Flash runs on the same 3 M-row file: its
+#   anonymize call in one JVM (3 runs), then its whole process writing the output CSV.
 # Run from the repository root: bash benches/csv_etl.sh   (GNU time gives the peak memory; data
 # is generated under target/csv-bench, nothing is committed).
 set -euo pipefail
@@ -37,6 +39,16 @@ for i in 1 2 3; do
   /usr/bin/time -f "3M CSV, lattice (2160 nodes): %e s wall, peak %M KB" $pbg lattice "$out/p3m.toml" \
     --out "$out/lattice.csv"
 done
+if [ -n "${ARX_CP:-}" ]; then
+  mkdir -p "$out/arx3m"
+  ln -sf "$PWD/$out/adult3m.csv" "$out/arx3m/adult.csv"
+  ln -sfn "$PWD/datasets/adult/arx-hierarchies" "$out/arx3m/arx-hierarchies"
+  ARX_DATA="$out/arx3m" RUNS=3 bash benches/arx_pick.sh
+  for suppression in 0.0 0.01; do
+    /usr/bin/time -f "ARX whole process, $suppression, output written: %e s wall, peak %M KB" \
+      java -cp "$ARX_CP:target/arx-bench" PickBench "$out/arx3m" "$suppression" 1 "$out/arx-release.csv"
+  done
+fi
 if [ "${BIG:-0}" = 1 ]; then
   [ -f "$out/adult30m.csv" ] || { head -1 "$out/adult3m.csv"; for _ in $(seq 10); do tail -n +2 "$out/adult3m.csv"; done; } > "$out/adult30m.csv"
   profile adult30m.csv "$out/p30m.toml"
