@@ -140,10 +140,23 @@ pub(super) fn kind_of(path: &Path) -> Result<(FileKind, String)> {
     })
 }
 
-/// The header of a CSV file: its first record, tokenized by csv-core with the settings arrow's
-/// CSV reader gives it (`"` quotes, doubled inner quotes, a record ends at `\n`, `\r\n` or a
-/// lone `\r`), so it is the header DataFusion will read; a leading BOM is dropped.
+/// The header of a CSV file: its first record ([`first_record`]), so it is the header DataFusion
+/// will read; a leading BOM is dropped.
 fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
+    let mut names = first_record(path, delimiter)?;
+    if let Some(first) = names.first_mut()
+        && let Some(rest) = first.strip_prefix('\u{feff}')
+    {
+        *first = rest.to_string();
+    }
+    Ok(names)
+}
+
+/// The fields of the first record of a CSV file (at least one), tokenized by csv-core with the
+/// settings arrow's CSV reader gives it (`"` quotes, doubled inner quotes, a record ends at `\n`,
+/// `\r\n` or a lone `\r` outside quotes), so they are the fields arrow will read: a quoted field
+/// may hold the delimiter and line breaks.
+pub(crate) fn first_record(path: &Path, delimiter: u8) -> Result<Vec<String>> {
     use csv_core::{ReadRecordResult, ReaderBuilder};
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
@@ -169,7 +182,7 @@ fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
             ReadRecordResult::OutputFull if out.len() >= 16 << 20 => {
                 return Err(PbgError::Format {
                     path: path.to_path_buf(),
-                    message: "the header line is longer than 16 MiB".into(),
+                    message: "the first record (a header line, or a hierarchy's first row) is longer than 16 MiB".into(),
                 });
             }
             ReadRecordResult::OutputFull => out.resize(out.len() * 2, 0),
@@ -183,11 +196,6 @@ fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
     for &end in &ends[..fields] {
         names.push(String::from_utf8_lossy(&out[from..end]).into_owned());
         from = end;
-    }
-    if let Some(first) = names.first_mut()
-        && let Some(rest) = first.strip_prefix('\u{feff}')
-    {
-        *first = rest.to_string();
     }
     if names.is_empty() {
         names.push(String::new());

@@ -34,6 +34,7 @@ mod runtime;
 pub mod text;
 
 pub use files::FileKind;
+pub(crate) use files::first_record;
 use files::{check_files, kind_of};
 pub use runtime::{block_on, runtime_handle};
 

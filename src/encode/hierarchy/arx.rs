@@ -11,19 +11,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 
 use super::Hierarchy;
 use crate::error::{PbgError, Result};
-
-/// Occurrences of `delimiter` outside `"`-quoted fields in one line.
-fn unquoted_count(line: &str, delimiter: u8) -> usize {
-    let mut quoted = false;
-    line.bytes()
-        .filter(|&b| {
-            if b == b'"' {
-                quoted = !quoted;
-            }
-            b == delimiter && !quoted
-        })
-        .count()
-}
+use crate::input::first_record;
 
 /// Loads an ARX hierarchy CSV for `column`; the delimiter is `;` if the first line has one, else `,`.
 pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
@@ -41,14 +29,14 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
     if first.trim().is_empty() {
         return Err(err("the file is empty or starts with an empty line".into()));
     }
-    // Quoted labels may hold either separator: only unquoted ones count.
-    let line = first.trim_end_matches(['\r', '\n']);
-    let delimiter = if unquoted_count(line, b';') > 0 {
-        b';'
+    // The first record as arrow will read it: quoted labels may hold either separator and line
+    // breaks, and only separators outside quotes split it.
+    let by_semicolon = first_record(path, b';')?.len();
+    let (delimiter, width) = if by_semicolon > 1 {
+        (b';', by_semicolon)
     } else {
-        b','
+        (b',', first_record(path, b',')?.len())
     };
-    let width = unquoted_count(line, delimiter) + 1;
     // A file separated by something else reads as one level: say which separator it uses.
     if width == 1
         && let Some(sep) = ['\t', '|'].into_iter().find(|c| first.contains(*c))
@@ -98,4 +86,37 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
         }
     }
     Hierarchy::from_rows(column, &source, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The levels of `text` loaded as an ARX file.
+    fn levels(text: &str) -> Result<Vec<Vec<String>>> {
+        let dir = tempfile::tempdir().map_err(|e| PbgError::io("tempdir", e))?;
+        let path = dir.path().join("h.csv");
+        std::fs::write(&path, text).map_err(|e| PbgError::io(&path, e))?;
+        let h = load("q", &path)?;
+        Ok((0..=h.height())
+            .map(|l| h.level(l).labels.clone())
+            .collect())
+    }
+
+    /// A first row whose quoted label holds a line break or the other separator has the levels
+    /// arrow reads (the first line alone would cut it short), with `;` and with `,`; a separator
+    /// inside a field that does not start with a quote still splits it, as arrow splits it.
+    #[test]
+    fn quoted_first_labels_keep_their_line_breaks_and_separators() {
+        let want = |a: &str, b: &str| vec![vec![a.to_string(), b.to_string()], vec!["*".into()]];
+        assert_eq!(levels("\"a\nb\";*\nc;*\n").unwrap(), want("a\nb", "c"));
+        assert_eq!(levels("\"a\r\nb\",*\nc,*\n").unwrap(), want("a\r\nb", "c"));
+        assert_eq!(levels("\"a;b\",*\nc,*\n").unwrap(), want("a;b", "c"));
+        assert_eq!(levels("\"a,b\";*\nc;*\n").unwrap(), want("a,b", "c"));
+        assert_eq!(
+            levels("a\"b;*\nc;*\n").unwrap(),
+            want("a\"b", "c"),
+            "a quote inside a field is a character"
+        );
+    }
 }
