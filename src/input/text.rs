@@ -73,22 +73,8 @@ fn offset_strings<O: arrow::array::OffsetSizeTrait>(
 ) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
     let data = column.value_data();
     let offsets = column.value_offsets();
-    let mut table = ShortTextTable::new(column);
-    // No shortcut for a run of equal values, and no per-row null test when there are no nulls:
-    // on shuffled rows such branches mispredict and cost more than the lookup they save.
-    let mut keys = vec![0u32; column.len()];
-    let nulls = column.nulls().filter(|n| n.null_count() > 0);
-    for (row, key) in keys.iter_mut().enumerate() {
-        if nulls.is_some_and(|n| n.is_null(row)) {
-            continue;
-        }
-        let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
-        *key = table.key(buffer_words(data, start, end), row)?;
-    }
-    Ok(TextColumn {
-        keys: UInt32Array::new(keys.into(), column.logical_nulls()),
-        values: table.into_values()?,
-    })
+    ShortTextTable::new(column)
+        .encode(|row| buffer_words(data, offsets[row].as_usize(), offsets[row + 1].as_usize()))
 }
 
 /// View-encoded text (Utf8View) as keys into its distinct values, like [`offset_strings`]: a
@@ -98,25 +84,14 @@ fn view_strings(
     column: &arrow::array::StringViewArray,
 ) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
     let views = column.views();
-    let mut table = ShortTextTable::new(column);
-    let mut keys = vec![0u32; column.len()];
-    let nulls = column.nulls().filter(|n| n.null_count() > 0);
-    for (row, key) in keys.iter_mut().enumerate() {
-        if nulls.is_some_and(|n| n.is_null(row)) {
-            continue;
-        }
+    ShortTextTable::new(column).encode(|row| {
         let view = views[row];
         let len = view as u32 as usize;
-        let words = if len <= 12 {
+        if len <= 12 {
             inline_words(view, len)
         } else {
             long_words(column.value(row).as_bytes())
-        };
-        *key = table.key(words, row)?;
-    }
-    Ok(TextColumn {
-        keys: UInt32Array::new(keys.into(), column.logical_nulls()),
-        values: table.into_values()?,
+        }
     })
 }
 
@@ -253,6 +228,28 @@ impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
             firsts: Vec::new(),
             seed,
         }
+    }
+
+    /// Every row's key (nulls stay null), given the words of a row's text, and the distinct
+    /// texts. No shortcut for a run of equal values, and no per-row null test when there are no
+    /// nulls: on shuffled rows such branches mispredict and cost more than the lookup they save.
+    #[inline(always)]
+    fn encode(
+        mut self,
+        words: impl Fn(usize) -> TextWords,
+    ) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
+        let mut keys = vec![0u32; self.column.len()];
+        let nulls = self.column.logical_nulls().filter(|n| n.null_count() > 0);
+        for (row, key) in keys.iter_mut().enumerate() {
+            if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+                continue;
+            }
+            *key = self.key(words(row), row)?;
+        }
+        Ok(TextColumn {
+            keys: UInt32Array::new(keys.into(), nulls),
+            values: self.into_values()?,
+        })
     }
 
     /// The slot hash of a text's words.
