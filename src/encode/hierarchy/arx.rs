@@ -37,6 +37,12 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
     } else {
         (b',', first_record(path, b',')?.len())
     };
+    // A quote left open swallows the rest of the file into one field.
+    if width == 1 && first.contains('"') {
+        return Err(err(
+            "its first row reads as one field: a `\"` opened there is never closed (a quoted label ends with `\"`; a quote inside it is written `\"\"`)".into(),
+        ));
+    }
     // A file separated by something else reads as one level: say which separator it uses.
     if width == 1
         && let Some(sep) = ['\t', '|'].into_iter().find(|c| first.contains(*c))
@@ -118,5 +124,7 @@ mod tests {
             want("a\"b", "c"),
             "a quote inside a field is a character"
         );
+        let open = levels("\"a;*\nc;*\n").unwrap_err().to_string();
+        assert!(open.contains("never closed"), "{open}");
     }
 }
