@@ -6,22 +6,11 @@ use rayon::prelude::*;
 
 use super::dense::{DenseSizes, DenseTable, Histogram};
 use super::group;
-use super::sparse::{SparseSizes, SparseTable};
+use super::sparse::{Cell, SparseSizes, SparseTable};
 use super::{KeyLayout, NodeKeys, wide};
 use crate::encode::EncodedQi;
 use crate::encode::narrow::NarrowCodes;
 use crate::error::Result;
-
-/// One cell of a class: a value code (in a mask table, the class's set of values as a bit mask)
-/// and its number of tuples in the class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cell {
-    /// Value code, or the class's values as a bit mask.
-    pub value: u32,
-    /// Tuples of the class with that value (a dataset has fewer than 2^32 tuples:
-    /// `Evaluator::new` checks).
-    pub count: u32,
-}
 
 /// One equivalence class of a cell table.
 #[derive(Debug, Clone, Copy)]

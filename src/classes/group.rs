@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use super::counter::Counter;
+use crate::encode::packed::Counter;
 use crate::error::Result;
 
 /// Rows per parallel chunk of a direct evaluation (a key-filling closure's call).

@@ -1,5 +1,6 @@
 //! Packing of generalized codes into one integer class key (bit fields, one per QI).
 
+use crate::encode::packed::bits_for;
 use crate::error::{PbgError, Result};
 
 /// Bit layout of class keys: QI `d` occupies `bits[d]` bits at `shifts[d]`; a cell key appends the
@@ -8,15 +9,6 @@ use crate::error::{PbgError, Result};
 pub struct KeyLayout {
     shifts: Vec<u32>,
     masks: Vec<u64>,
-}
-
-/// Bits needed to hold codes `0..n`.
-pub fn bits_for(n: usize) -> u32 {
-    if n <= 1 {
-        0
-    } else {
-        usize::BITS - (n - 1).leading_zeros()
-    }
 }
 
 impl KeyLayout {

@@ -4,10 +4,10 @@ use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
 use super::cells::NodeGather;
-use super::counter::Counter;
 use super::group::CHUNK_ROWS;
 use super::{NodeKeys, first_rows_of_all};
 use crate::encode::EncodedQi;
+use crate::encode::packed::Counter;
 use crate::error::Result;
 
 /// The class key of every row at `node`, computed in parallel chunks.

@@ -9,7 +9,6 @@
 //! form a class) is a roaring bitmap per class, built only when rows are needed.
 
 mod cells;
-pub(crate) mod counter;
 mod dense;
 pub(crate) mod group;
 pub(crate) mod key;
@@ -19,11 +18,10 @@ mod sparse;
 pub(crate) mod wide;
 
 pub(crate) use cells::NodeGather;
-pub use cells::{
-    Cell, CellTable, ClassCells, ClassSizes, RowKeys, first_rows_of_all, row_class_keys,
-};
+pub use cells::{CellTable, ClassCells, ClassSizes, RowKeys, first_rows_of_all, row_class_keys};
 pub use dense::Histogram;
 pub(crate) use dense::popcount16;
 pub(crate) use group::{CHUNK_ROWS, PartCounts, PartKeys, SUB_PARTS};
 pub use key::{ClassKeys, KeyLayout, NodeKeys};
 pub use membership::EquivalenceClasses;
+pub use sparse::Cell;

@@ -2,8 +2,18 @@
 //! large to keep dense and for value masks.
 
 use super::KeyLayout;
-use super::cells::Cell;
 use super::order::{Block, coarser_order};
+
+/// One cell of a class: a value code (in a mask table, the class's set of values as a bit mask)
+/// and its number of tuples in the class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cell {
+    /// Value code, or the class's values as a bit mask.
+    pub value: u32,
+    /// Tuples of the class with that value (a dataset has fewer than 2^32 tuples:
+    /// `Evaluator::new` checks).
+    pub count: u32,
+}
 
 /// Zero cells kept after the last cell of a table, so that short classes are copied with one
 /// fixed-size copy (no loop, no mispredicted exit) that may spill into the next class's slots.

@@ -40,7 +40,7 @@ fn fields<'a>(qis: &'a [EncodedQi], node: &[u8]) -> Vec<Field<'a>> {
             (level.labels.len() > 1).then(|| Field {
                 codes: q.codes.values(),
                 groups: (l > 0).then_some(level.group_of_leaf.as_slice()),
-                bits: super::key::bits_for(level.labels.len()),
+                bits: crate::encode::packed::bits_for(level.labels.len()),
             })
         })
         .collect()

@@ -14,9 +14,8 @@ use rayon::prelude::*;
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 
+use super::packed::{Counter, bits_for};
 use super::{ColumnValues, CountColumn};
-use crate::classes::counter::Counter;
-use crate::classes::key::bits_for;
 use crate::error::{PbgError, Result};
 use crate::input::text::{TextColumn, text_column};
 

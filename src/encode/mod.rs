@@ -8,6 +8,7 @@ mod accumulate;
 pub mod draft;
 pub mod hierarchy;
 pub mod narrow;
+pub(crate) mod packed;
 pub mod profile;
 pub mod statistics;
 
@@ -270,7 +271,7 @@ impl Combinations {
         // on it compare the other columns.
         let mut widths: Vec<u32> = Vec::new();
         for values in &columns {
-            let b = crate::classes::key::bits_for(values.len());
+            let b = packed::bits_for(values.len());
             if widths.iter().sum::<u32>() + b > u128::BITS {
                 break;
             }

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::classes::key::bits_for;
 use crate::classes::{CellTable, ClassKeys, NodeKeys};
 use crate::encode::Dataset;
+use crate::encode::packed::bits_for;
 use crate::error::Result;
 use crate::lattice::{Lattice, Node};
 

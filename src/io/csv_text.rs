@@ -7,7 +7,7 @@
 use arrow::array::Array;
 use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
-use crate::encode::TextColumn;
+use crate::input::text::TextColumn;
 
 /// Quotes fields as arrow's CSV writer does with its default options.
 #[derive(Debug)]
@@ -162,7 +162,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::encode::text_column;
+    use crate::input::text::text_column;
 
     /// Arrow's CSV writer on the same columns, without a header: the bytes `rows` must give.
     fn arrow_csv(columns: &[ArrayRef]) -> Vec<u8> {

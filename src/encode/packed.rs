@@ -1,5 +1,15 @@
-//! An open-addressing hash counter from u64 keys to u64 counts (keys < 2^63), built for group-by
-//! on packed keys: no per-key allocation, linear probing, Fibonacci hashing.
+//! Packed integer keys, shared by pass 1's accumulator and the class group-by: the bits a code
+//! domain needs, and an open-addressing hash counter from u64 keys to u64 counts (keys < 2^63)
+//! with no per-key allocation, linear probing and Fibonacci hashing.
+
+/// Bits needed to hold codes `0..n`.
+pub fn bits_for(n: usize) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        usize::BITS - (n - 1).leading_zeros()
+    }
+}
 
 const EMPTY: u64 = u64::MAX;
 
