@@ -461,3 +461,56 @@ fn pick_options_refused_with_a_node() {
         );
     }
 }
+
+/// A pick that minimizes a loss is refused when no requirement can fail: none, or only bounds
+/// the data as it is meets (a negative or unit k, a distance or risk of at most 1, a bound on
+/// suppression alone). Each would release the input unchanged as verified; nothing is written.
+#[test]
+fn a_pick_under_requirements_that_require_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("raw.csv");
+    let out = out.to_str().unwrap();
+    for require in [
+        "k>=-5",
+        "k>=0",
+        "k>=1",
+        "k>0.5",
+        "l>=1",
+        "t<=1",
+        "risk_prosecutor<=1",
+        "suppressed<=1000",
+        "k>=1,suppressed<=1000,glm<=1e9",
+    ] {
+        let err = fails(&[
+            "anonymize",
+            ADULT,
+            "--pick",
+            "--require",
+            require,
+            "--output",
+            out,
+        ]);
+        assert!(
+            err.contains("needs a privacy requirement")
+                && err.contains("holds for the data as it is"),
+            "{require}: {err}"
+        );
+        assert!(!Path::new(out).exists(), "{require}: a release was written");
+    }
+    // One bound some node fails is enough, beside vacuous ones.
+    let ok = pbg(&[
+        "--quiet",
+        "anonymize",
+        ADULT,
+        "--pick",
+        "--require",
+        "k>=1,k>1",
+        "--output",
+        out,
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}

@@ -293,7 +293,7 @@ def test_register_twice_keeps_profiles(ctx):
 
 
 def test_pick_without_requirements_refused(tmp_path):
-    with pytest.raises(pbg.PbgError, match="needs requirements"):
+    with pytest.raises(pbg.PbgError, match="needs a privacy requirement"):
         pbg.anonymize(ARX7, tmp_path / "raw.csv", pick="measure")
     assert not (tmp_path / "raw.csv").exists()
 

@@ -525,13 +525,22 @@ impl Policy {
                         ));
                     }
                 };
-                // The least of a measure with nothing required is the bottom node: the data as it
-                // is, released as if anonymized. Refuse rather than do that silently.
-                if let (Choice::Minimize(m), true) = (&choice, require.is_empty()) {
+                // The least of a measure with no privacy requirement (none, or only ones the
+                // data as it is meets, such as `k>=-5` or `suppressed<=300`) is the bottom node:
+                // the data released unchanged as if anonymized. Refuse rather than do that.
+                if let Choice::Minimize(m) = &choice
+                    && !require.iter().any(Requirement::protects)
+                {
+                    let given: Vec<String> = require.iter().map(Requirement::text).collect();
+                    let why = if given.is_empty() {
+                        "without any".to_string()
+                    } else {
+                        format!("{} holds for the data as it is, so", given.join(","))
+                    };
                     return Err(PbgError::argument(
                         "require",
                         format!(
-                            "a pick that minimizes {} needs requirements (e.g. --require 'k>=10,l>=2'): without any, the least-loss node is the data as it is",
+                            "a pick that minimizes {} needs a privacy requirement (e.g. --require 'k>=10,l>=2'): {why} the least-loss node is the data as it is",
                             m.name()
                         ),
                     ));
