@@ -118,15 +118,16 @@ pub(crate) fn engine(t: &NaiveTable, eta: u64) -> Evaluator {
                 name: format!("q{d}"),
                 hierarchy: HierarchySpec::Table {
                     rows: t.hierarchies[d].clone(),
+                    source: None,
                 },
                 null_as: None,
             })
             .collect(),
         sensitive: "s".into(),
-        sensitive_hierarchy: t
-            .sens_hierarchy
-            .as_ref()
-            .map(|rows| HierarchySpec::Table { rows: rows.clone() }),
+        sensitive_hierarchy: t.sens_hierarchy.as_ref().map(|rows| HierarchySpec::Table {
+            rows: rows.clone(),
+            source: None,
+        }),
         class: Some("c".into()),
         identifiers: vec![],
         suppression: SuppressionLimit::Rows(eta),

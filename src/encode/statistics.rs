@@ -294,6 +294,7 @@ pub async fn resolve_hierarchy_tables(ctx: &SessionContext, profile: &Profile) -
         };
         *spec = HierarchySpec::Table {
             rows: hierarchy_rows(ctx, &name, table).await?,
+            source: Some(format!("table `{table}`")),
         };
     }
     Ok(profile)

@@ -89,6 +89,14 @@ impl Hierarchy {
                     row.len()
                 )));
             }
+            // An empty text cannot be told from a missing value once written to CSV (the
+            // ARX reader refuses an empty field the same way).
+            if let Some(l) = row.iter().position(String::is_empty) {
+                return Err(err(format!(
+                    "row {} has an empty label at level {l}",
+                    r + 1
+                )));
+            }
             if seen.insert(row[0].as_str(), ()).is_some() {
                 return Err(err(format!(
                     "leaf `{}` appears twice (again at row {})",

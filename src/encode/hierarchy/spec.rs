@@ -20,6 +20,10 @@ pub enum HierarchySpec {
     Table {
         /// `[leaf, level1, ..., top]` per leaf.
         rows: Vec<Vec<String>>,
+        /// Where the rows came from, for messages (a registered table's rows, read for a
+        /// `sql` hierarchy); `None`: written inline.
+        #[serde(skip)]
+        source: Option<String>,
     },
     /// Numeric intervals: bin widths per level (each a multiple of the one below) or cut points per
     /// level (each level's cuts a subset of the level below); a top `*` level is added.
@@ -92,9 +96,11 @@ impl HierarchySpec {
     pub fn build(&self, column: &str, values: &[(String, usize)]) -> Result<Hierarchy> {
         match self {
             HierarchySpec::Arx { path } => arx::load(column, path),
-            HierarchySpec::Table { rows } => {
-                Hierarchy::from_rows(column, "inline table", rows)
-            }
+            HierarchySpec::Table { rows, source } => Hierarchy::from_rows(
+                column,
+                source.as_deref().unwrap_or("inline table"),
+                rows,
+            ),
             HierarchySpec::Interval {
                 widths,
                 origin,
