@@ -327,22 +327,29 @@ pub(super) async fn check_files(
             Some(_) => {}
         }
     }
+    // Every file's quoting is checked, even after one with a quoted line break.
+    let mut line_break = false;
     if kind == FileKind::Csv {
+        let columns = first.map(|(_, names)| names).unwrap_or_default();
         for f in &files {
-            if quoted_line_break(f, delimiter)? {
-                return Ok(true);
-            }
+            line_break |= quoted_line_break(f, delimiter, &columns)?;
         }
     }
-    Ok(false)
+    Ok(line_break)
 }
 
-/// Whether a CSV file holds a line break inside a quoted value. DataFusion splits a large CSV into
-/// byte ranges at line breaks, and one inside a quoted value would cut a record in two (its lines
-/// could even pass as rows of their own): such inputs must be read one file per partition. The
-/// scan follows the reader's rule: a `"` opens a quoted value only at the start of a field, `""`
-/// inside it is a quote. A file with no `"` at all is cleared by one byte search.
-pub(super) fn quoted_line_break(path: &Path, delimiter: u8) -> Result<bool> {
+/// Whether a CSV file holds a line break inside a quoted value, after checking its quoting. DataFusion
+/// splits a large CSV into byte ranges at line breaks, and one inside a quoted value would cut a
+/// record in two (its lines could even pass as rows of their own): such inputs must be read one
+/// file per partition. The scan follows the reader's rule: a `"` opens a quoted value only at the
+/// start of a field, `""` inside it is a quote. A file with no `"` at all is cleared by one byte
+/// search.
+///
+/// Arrow's reader is lenient where a release must not be: a quoted value never closed swallows
+/// the rest of the file (its rows, QIs and all, become one kept value: a raw-value leak), and
+/// text after a closing quote is glued to the value (`"Ma"le` read as `Male`). Both are refused,
+/// naming the line and the column (`columns`: the header's names).
+pub(super) fn quoted_line_break(path: &Path, delimiter: u8, columns: &[String]) -> Result<bool> {
     use std::io::Read;
     let io = |e| PbgError::io(path, e);
     if !holds_quote(path)? {
@@ -350,55 +357,157 @@ pub(super) fn quoted_line_break(path: &Path, delimiter: u8) -> Result<bool> {
     }
     let mut file = std::fs::File::open(path).map_err(io)?;
     let mut buf = vec![0u8; 8 << 20];
-    // Unquoted: `start` says whether the next byte starts a field. Quoted: `quote` says whether
-    // the last byte was a `"` that may close the value (or start `""`).
-    let (mut quoted, mut start, mut quote) = (false, true, false);
+    let mut scan = QuoteScan {
+        delimiter,
+        ..QuoteScan::default()
+    };
+    let mut first = true;
+    let column = |field: usize| {
+        columns.get(field).map_or_else(
+            || format!("field {}", field + 1),
+            |c| format!("column `{c}`"),
+        )
+    };
+    let fail = |message: String| PbgError::Format {
+        path: path.to_path_buf(),
+        message,
+    };
     loop {
         let n = file.read(&mut buf).map_err(io)?;
         if n == 0 {
-            return Ok(false);
+            break;
         }
-        let mut chunk = &buf[..n];
-        if !quoted && !quote && memchr::memchr(b'"', chunk).is_none() {
-            start = matches!(chunk[n - 1], b'\n' | b'\r') || chunk[n - 1] == delimiter;
-            continue;
+        // A byte-order mark before the header is no part of its first field.
+        let skip = if std::mem::take(&mut first) && buf[..n].starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
+        if let Some((line, field)) = scan.chunk(&buf[skip..n]) {
+            return Err(fail(format!(
+                "line {line}, {}: text follows the closing quote of a quoted value; quote the whole value and double the quotes inside it (\"\"), as CSV requires",
+                column(field)
+            )));
+        }
+    }
+    if scan.quoted && !scan.quote {
+        let (line, field) = scan.opened;
+        return Err(fail(format!(
+            "line {line}, {}: a `\"` opens a quoted value that is never closed, so the rest of the file would be read as that one value",
+            column(field)
+        )));
+    }
+    Ok(scan.line_break)
+}
+
+/// The state of [`quoted_line_break`]'s scan between chunks of a file.
+#[derive(Debug)]
+struct QuoteScan {
+    delimiter: u8,
+    /// Inside a quoted value.
+    quoted: bool,
+    /// Inside a quoted value, the last byte was a `"` that may close it (or start `""`).
+    quote: bool,
+    /// Outside quotes, the next byte starts a field.
+    start: bool,
+    /// 1-based line of the next byte, and its field (0-based) in the record.
+    line: usize,
+    field: usize,
+    /// Line and field where the open quoted value started.
+    opened: (usize, usize),
+    /// A line break was seen inside a quoted value.
+    line_break: bool,
+}
+
+impl Default for QuoteScan {
+    fn default() -> Self {
+        QuoteScan {
+            delimiter: b',',
+            quoted: false,
+            quote: false,
+            start: true,
+            line: 1,
+            field: 0,
+            opened: (1, 0),
+            line_break: false,
+        }
+    }
+}
+
+impl QuoteScan {
+    /// Moves past a delimiter or line terminator `b` outside quotes.
+    fn separator(&mut self, b: u8) {
+        self.start = true;
+        if b == self.delimiter {
+            self.field += 1;
+        } else {
+            self.field = 0;
+            self.line += usize::from(b == b'\n');
+        }
+    }
+
+    /// Scans the next chunk; the line and field of text after a closing quote, if any.
+    fn chunk(&mut self, mut chunk: &[u8]) -> Option<(usize, usize)> {
+        let d = self.delimiter;
+        if !self.quoted && !self.quote && memchr::memchr(b'"', chunk).is_none() {
+            // No quote: only the line, the field and whether a field starts next move on.
+            match memchr::memrchr2(b'\n', b'\r', chunk) {
+                Some(last) => {
+                    self.line += memchr::memchr_iter(b'\n', chunk).count();
+                    self.field = memchr::memchr_iter(d, &chunk[last + 1..]).count();
+                }
+                None => self.field += memchr::memchr_iter(d, chunk).count(),
+            }
+            let end = chunk[chunk.len() - 1];
+            self.start = matches!(end, b'\n' | b'\r') || end == d;
+            return None;
         }
         while !chunk.is_empty() {
-            if quoted {
-                if quote {
-                    quote = false;
-                    if chunk[0] == b'"' {
-                        chunk = &chunk[1..]; // `""`: a quote inside the value
+            if self.quoted {
+                if self.quote {
+                    self.quote = false;
+                    let b = chunk[0];
+                    chunk = &chunk[1..];
+                    if b == b'"' {
+                        continue; // `""`: a quote inside the value
+                    }
+                    self.quoted = false;
+                    if b == d || b == b'\n' || b == b'\r' {
+                        self.separator(b);
                         continue;
                     }
-                    quoted = false; // the value closed; the field runs to a delimiter
-                    start = false;
-                    continue;
+                    return Some((self.line, self.field));
                 }
                 match memchr::memchr3(b'"', b'\n', b'\r', chunk) {
                     None => chunk = &[],
-                    Some(i) if chunk[i] == b'"' => {
-                        quote = true;
+                    Some(i) => {
+                        if chunk[i] == b'"' {
+                            self.quote = true;
+                        } else {
+                            self.line_break = true;
+                            self.line += usize::from(chunk[i] == b'\n');
+                        }
                         chunk = &chunk[i + 1..];
                     }
-                    Some(_) => return Ok(true),
                 }
-            } else if start && chunk[0] == b'"' {
-                quoted = true;
+            } else if self.start && chunk[0] == b'"' {
+                self.quoted = true;
+                self.opened = (self.line, self.field);
                 chunk = &chunk[1..];
             } else {
-                match memchr::memchr3(delimiter, b'\n', b'\r', chunk) {
+                match memchr::memchr3(d, b'\n', b'\r', chunk) {
                     None => {
-                        start = false;
+                        self.start = false;
                         chunk = &[];
                     }
                     Some(i) => {
-                        start = true;
+                        self.separator(chunk[i]);
                         chunk = &chunk[i + 1..];
                     }
                 }
             }
         }
+        None
     }
 }
 
@@ -443,6 +552,104 @@ fn same_set(a: &[String], b: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`quoted_line_break`] of `bytes` (columns a, b, c; `;`-separated) written to a scratch
+    /// file: Ok(line break) or the message.
+    fn quoting(name: &str, bytes: &[u8]) -> std::result::Result<bool, String> {
+        let path =
+            std::env::temp_dir().join(format!("pbg-quoting-{name}-{}.csv", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let columns = ["a", "b", "c"].map(String::from);
+        let out = quoted_line_break(&path, b';', &columns).map_err(|e| e.to_string());
+        let _ = std::fs::remove_file(&path);
+        out
+    }
+
+    /// A quoted value never closed (which arrow reads as the rest of the file) and text after a
+    /// closing quote (which arrow glues to the value) are refused with their line and column;
+    /// well-formed quoting passes, with or without a line break inside quotes.
+    #[test]
+    fn malformed_quoting_is_refused_with_its_line_and_column() {
+        let h = "a;b;c\n";
+        let unclosed = quoting("open", format!("{h}1;2;\"free\n4;5;6\n7;8;9\n").as_bytes());
+        let e = unclosed.unwrap_err();
+        assert!(
+            e.contains("line 2, column `c`") && e.contains("never closed"),
+            "{e}"
+        );
+        let e = quoting("open-last", format!("{h}1;2;3\n4;\"5;6\n").as_bytes()).unwrap_err();
+        assert!(
+            e.contains("line 3, column `b`") && e.contains("never closed"),
+            "{e}"
+        );
+        // The swallowed text usually ends at a later quote: then text follows it.
+        let e = quoting("glued", format!("{h}1;\"x\n4;\"5\";6\n").as_bytes()).unwrap_err();
+        assert!(
+            e.contains("line 3, column `b`") && e.contains("text follows"),
+            "{e}"
+        );
+        let e = quoting("glued2", format!("{h}\"Ma\"le;2;3\n").as_bytes()).unwrap_err();
+        assert!(
+            e.contains("line 2, column `a`") && e.contains("text follows"),
+            "{e}"
+        );
+        let e = quoting(
+            "crlf",
+            format!("a;b;c\r\n1;2;3\r\n4;5;\"6\"x\r\n").as_bytes(),
+        )
+        .unwrap_err();
+        assert!(e.contains("line 3, column `c`"), "{e}");
+        let ok = |name: &str, text: &str| quoting(name, format!("{h}{text}").as_bytes());
+        assert_eq!(ok("none", "1;2;3\n"), Ok(false));
+        assert_eq!(ok("plain", "\"1\";\"2;x\";\"3\"\"\"\n"), Ok(false));
+        assert_eq!(
+            ok("inner", "5\";2\"x;3\"\n"),
+            Ok(false),
+            "a quote inside a field is a character"
+        );
+        assert_eq!(ok("break", "\"1\n1\";\"2\r\n\";3\n4;5;6"), Ok(true));
+        assert_eq!(
+            ok("last", "1;2;\"3\""),
+            Ok(false),
+            "closed at the last byte"
+        );
+        assert_eq!(ok("empty", "\"\";\"\";\"\"\n"), Ok(false));
+        let bom = quoting("bom", b"\xEF\xBB\xBF\"a\";b;c\n1;2;3\n");
+        assert_eq!(bom, Ok(false));
+    }
+
+    proptest::proptest! {
+        /// The scan's verdict and position do not depend on where the file's reads split it.
+        #[test]
+        fn quote_scan_is_the_same_in_any_chunks(
+            text in "[a;\"\n\r]{0,40}",
+            cuts in proptest::collection::vec(0usize..40, 0..6),
+        ) {
+            let bytes = text.as_bytes();
+            let run = |pieces: &[&[u8]]| {
+                let mut scan = QuoteScan { delimiter: b';', ..QuoteScan::default() };
+                let mut glued = None;
+                for p in pieces.iter().filter(|p| !p.is_empty()) {
+                    if let Some(at) = scan.chunk(p) {
+                        glued = Some(at);
+                        break;
+                    }
+                }
+                let open = (scan.quoted && !scan.quote).then_some(scan.opened);
+                (glued, glued.is_none().then_some((open, scan.line_break, scan.line, scan.field)))
+            };
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort();
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for c in cuts {
+                pieces.push(&bytes[from..c]);
+                from = c;
+            }
+            pieces.push(&bytes[from..]);
+            proptest::prop_assert_eq!(run(&pieces), run(&[bytes]));
+        }
+    }
 
     /// The header of `bytes` written to a scratch file.
     fn header_of(name: &str, bytes: &[u8], delimiter: u8) -> Vec<String> {
