@@ -1826,3 +1826,104 @@ fn nulls_in_several_columns_name_the_first_column_every_time() {
         );
     }
 }
+
+/// A quoted value never closed would swallow the rest of the file into one kept value (the
+/// rows after it, raw QIs and all, published under `verified: true`); text glued after a
+/// closing quote would be merged into the value. Both are refused, naming the line and the
+/// column, and nothing is written.
+#[test]
+fn malformed_csv_quoting_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, data, at) in [
+        (
+            "open.csv",
+            "zip,note,disease\n13053,\"free text\n13068,x,flu\n13053,y,flu\n",
+            "line 2, column `note`",
+        ),
+        (
+            "last.csv",
+            "zip,note,disease\n13053,a,flu\n13068,b,\"flu\n",
+            "line 3, column `disease`",
+        ),
+        (
+            "glued.csv",
+            "zip,note,disease\n13053,a,flu\n\"130\"68,b,flu\n",
+            "line 3, column `zip`",
+        ),
+    ] {
+        let data = write(dir.path(), name, data);
+        let p = profile(dir.path(), &data, false, "");
+        let out = dir.path().join("r.csv");
+        let err = fails(&[
+            "anonymize",
+            &p,
+            "--node",
+            "1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert!(err.contains(at) && err.contains(name), "{name}: {err}");
+        assert!(!out.exists(), "{name}: a release was written");
+    }
+}
+
+/// An input named like a temporary file a killed run left beside the output is the user's data:
+/// the cleanup of leftovers never removes a file the run read, and a run that fails removes
+/// nothing but its own temporary file.
+#[test]
+fn an_input_named_like_a_leftover_temporary_file_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "zip,disease\n13053,flu\n13068,flu\n13053,cold\n13068,cold\n";
+    // A process id no process has (Linux caps them at 2^22).
+    let data = write(dir.path(), ".r.csv.pbg-tmp-99999999.csv", text);
+    let p = profile(dir.path(), &data, false, "");
+    let out = dir.path().join("r.csv");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    assert_eq!(
+        fs::read_to_string(&data).unwrap(),
+        text,
+        "the input was removed"
+    );
+    // A true leftover of the same name pattern is removed once a run succeeds.
+    let leftover = dir.path().join(".r.csv.pbg-tmp-99999998.csv");
+    fs::write(&leftover, "partial").unwrap();
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    assert!(!leftover.exists(), "the leftover stayed");
+    assert_eq!(fs::read_to_string(&data).unwrap(), text);
+}
+
+/// An empty label in a hierarchy written inline is refused as in an ARX file (an empty text
+/// reads back from a CSV release as a missing value).
+#[test]
+fn an_empty_label_in_an_inline_hierarchy_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(dir.path(), "d.csv", "q,disease\na,flu\nb,flu\nc,cold\n");
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"q\"\nhierarchy = {{ type = \"table\", rows = [[\"a\", \"\", \"*\"], [\"b\", \"\", \"*\"], [\"c\", \"Y\", \"*\"]] }}\n"
+        ),
+    );
+    let err = fails(&["evaluate", &p, "--node", "1"]);
+    assert!(
+        err.contains("row 1 has an empty label at level 1") && err.contains("inline table"),
+        "{err}"
+    );
+}

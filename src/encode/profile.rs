@@ -173,6 +173,7 @@ pub fn parse_delimiter(text: &str) -> Result<u8> {
 impl Profile {
     /// Reads a TOML profile; relative paths in it are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<Self> {
+        crate::input::note_read(path);
         let text = std::fs::read_to_string(path).map_err(|e| PbgError::io(path, e))?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::from_toml_str(&text, base, &path.display().to_string())

@@ -20,6 +20,26 @@ pub enum FileKind {
     Parquet,
 }
 
+/// Every file this process has read as an input, a profile or a hierarchy (canonical paths).
+static READ: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<PathBuf>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Notes that `path` is read by this process, so that nothing removes it as a leftover (the
+/// atomic writer's cleanup of killed runs' temporary files).
+pub fn note_read(path: &Path) {
+    if let (Ok(p), Ok(mut read)) = (path.canonicalize(), READ.lock()) {
+        read.insert(p);
+    }
+}
+
+/// Whether `path` is a file this process has read ([`note_read`]); true when that cannot be told.
+pub fn was_read(path: &Path) -> bool {
+    match (path.canonicalize(), READ.lock()) {
+        (Ok(p), Ok(read)) => read.contains(&p),
+        _ => true,
+    }
+}
+
 /// Whether a path holds glob characters.
 pub(super) fn has_glob(text: &str) -> bool {
     text.contains(['*', '?', '['])
@@ -271,6 +291,9 @@ pub(super) async fn check_files(
                 ),
             });
         }
+    }
+    for f in &files {
+        note_read(f);
     }
     let mut first: Option<(PathBuf, Vec<String>)> = None;
     for f in &files {

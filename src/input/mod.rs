@@ -33,8 +33,8 @@ mod files;
 mod runtime;
 pub mod text;
 
-pub use files::FileKind;
 pub(crate) use files::first_record;
+pub use files::{FileKind, note_read, was_read};
 use files::{check_files, kind_of};
 pub use runtime::{block_on, runtime_handle};
 

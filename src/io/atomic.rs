@@ -44,7 +44,6 @@ impl AtomicFile {
                 ),
             ));
         }
-        remove_stale(dir, &name);
         // Keep the extension last so format detection by extension still works on the temp file.
         let temp = dir.join(format!(
             ".{}.pbg-tmp-{}.{}",
@@ -86,6 +85,15 @@ impl AtomicFile {
         synced.map_err(|e| PbgError::io(&self.temp, e))?;
         std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
         self.committed = true;
+        // Only once the output is in place: a failed run removes nothing but its own temporary.
+        if let (Some(dir), Some(name)) = (self.target.parent(), self.target.file_name()) {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            remove_stale(dir, &name.to_string_lossy());
+        }
         Ok(())
     }
 }
@@ -97,13 +105,15 @@ pub fn write_text_atomic(path: &Path, text: &str) -> Result<()> {
     file.commit()
 }
 
-/// Removes temporary files left beside `name` by runs that were killed (their process is gone),
-/// so that a killed job leaves no garbage once the next one starts. Linux only (`/proc`).
 /// Syncs a written file to disk (every atomic output is one file).
 fn sync_path(path: &Path) -> std::io::Result<()> {
     std::fs::File::open(path)?.sync_all()
 }
 
+/// Removes temporary files left beside `name` by runs that were killed (their process is gone),
+/// so that a killed job leaves no garbage once the next one succeeds — but never a file this run
+/// read (an input, profile or hierarchy named like a temporary file is the user's data). Linux
+/// only (`/proc`).
 fn remove_stale(dir: &Path, name: &str) {
     let prefix = format!(".{name}.pbg-tmp-");
     if !Path::new("/proc/self").exists() {
@@ -118,7 +128,10 @@ fn remove_stale(dir: &Path, name: &str) {
             continue;
         };
         let pid = rest.split('.').next().unwrap_or("");
-        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+        if pid.parse::<u32>().is_ok()
+            && !Path::new("/proc").join(pid).exists()
+            && !crate::input::was_read(&entry.path())
+        {
             let _ = std::fs::remove_file(entry.path());
         }
     }

@@ -21,6 +21,7 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
         source_name: source.clone(),
         message,
     };
+    crate::input::note_read(path);
     let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
     let mut first = String::new();
     BufReader::new(&mut file)
