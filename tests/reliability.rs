@@ -1908,6 +1908,36 @@ fn an_input_named_like_a_leftover_temporary_file_is_kept() {
     assert_eq!(fs::read_to_string(&data).unwrap(), text);
 }
 
+/// A `--report` that cannot be written (its directory is missing, or it is a directory) fails
+/// the run before the release replaces the previous one.
+#[test]
+fn a_report_that_cannot_be_written_fails_before_the_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,disease\n13053,flu\n13068,flu\n13053,cold\n13068,cold\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let out = write(dir.path(), "r.csv", "previous release");
+    fs::create_dir(dir.path().join("adir")).unwrap();
+    for report in ["nodir/r.html", "adir"] {
+        let report = dir.path().join(report);
+        let err = fails(&[
+            "anonymize",
+            &p,
+            "--node",
+            "1",
+            "--output",
+            &out,
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert!(err.contains("directory"), "{err}");
+        assert_eq!(fs::read_to_string(&out).unwrap(), "previous release");
+    }
+}
+
 /// An empty label in a hierarchy written inline is refused as in an ARX file (an empty text
 /// reads back from a CSV release as a missing value).
 #[test]

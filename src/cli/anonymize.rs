@@ -128,6 +128,13 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             anyhow::bail!("--report {} is the release itself", r.display());
         }
     }
+    // The page's file is planned before anything runs: a report that cannot be written must
+    // fail the run before the release replaces anything.
+    let page = a
+        .report
+        .as_deref()
+        .map(pbg::io::AtomicFile::new)
+        .transpose()?;
     let facts = std::sync::Mutex::new(None);
     let stages = super::progress::Stages::new("anonymize");
     // What the page needs from the engine, while it holds the statistics.
@@ -151,8 +158,9 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         job.dry_run(&ev, &profile, &gather)?
     };
     drop(stages);
-    if let (Some(path), Some(facts)) = (
+    if let (Some(path), Some(page), Some(facts)) = (
         &a.report,
+        page,
         facts.into_inner().unwrap_or_else(|e| e.into_inner()),
     ) {
         let requirements: Vec<(String, f64, bool)> = match &a.policy.require {
@@ -170,7 +178,8 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             None => format!("{profile:#?}"),
         };
         let html = super::report::render(&report, &facts, &requirements, &profile_text);
-        pbg::io::write_text_atomic(path, &html)?;
+        std::fs::write(page.temp_path(), html).map_err(|e| pbg::PbgError::io(path, e))?;
+        page.commit()?;
         report["report"] = serde_json::json!(path);
     }
     println!("{}", serde_json::to_string(&report)?);

@@ -44,6 +44,15 @@ impl AtomicFile {
                 ),
             ));
         }
+        if target.is_dir() {
+            return Err(PbgError::io(
+                target,
+                std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "the output is a directory: name a file",
+                ),
+            ));
+        }
         // Keep the extension last so format detection by extension still works on the temp file.
         let temp = dir.join(format!(
             ".{}.pbg-tmp-{}.{}",
