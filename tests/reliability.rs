@@ -1957,3 +1957,86 @@ fn an_empty_label_in_an_inline_hierarchy_is_refused() {
         "{err}"
     );
 }
+
+/// A Parquet release keeps the input's types and its nulls apart from empty texts: `verify`
+/// refuses a release whose kept values print the same but are not the input's (a null made
+/// the empty text, an int64 rewritten as text or int8, a float64 as float32).
+#[test]
+fn verify_refuses_a_parquet_release_with_changed_types_or_nulls() {
+    use arrow::array::{ArrayRef, Float32Array, Float64Array, Int8Array, Int64Array, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    let zips = ["13053", "13068", "13053", "13068"];
+    let disease = ["flu", "flu", "cold", "cold"];
+    let n: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(3), Some(4)]));
+    let f: ArrayRef = Arc::new(Float64Array::from(vec![0.1, 0.2, 0.3, 0.4]));
+    let t: ArrayRef = Arc::new(StringArray::from(vec![
+        Some("a"),
+        None,
+        Some(""),
+        Some("d"),
+    ]));
+    let text = |v: &[&str]| Arc::new(StringArray::from(v.to_vec())) as ArrayRef;
+    parquet(
+        &input,
+        vec![
+            ("zip", text(&zips)),
+            ("disease", text(&disease)),
+            ("n", n.clone()),
+            ("f", f.clone()),
+            ("t", t.clone()),
+        ],
+    );
+    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+    let out = dir.path().join("r.parquet");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
+    assert_eq!(v["ok"], true, "{v}");
+    // The release's own columns, to rewrite one at a time.
+    let file = fs::File::open(&out).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    let released = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let col = |name: &str| released.column_by_name(name).unwrap().clone();
+    let swapped: ArrayRef = Arc::new(StringArray::from(vec![
+        Some("a"),
+        Some(""),
+        None,
+        Some("d"),
+    ]));
+    let n_text: ArrayRef = Arc::new(StringArray::from(vec!["1", "", "3", "4"]));
+    let n_narrow: ArrayRef = Arc::new(Int8Array::from(vec![Some(1), None, Some(3), Some(4)]));
+    let f_narrow: ArrayRef = Arc::new(Float32Array::from(vec![0.1, 0.2, 0.3, 0.4]));
+    for (what, name, column, want) in [
+        (
+            "null and empty text swapped",
+            "t",
+            swapped,
+            "its nulls differ",
+        ),
+        ("int64 as text", "n", n_text, "column `n` is Utf8"),
+        ("int64 as int8", "n", n_narrow, "column `n` is Int8"),
+        ("float64 as float32", "f", f_narrow, "column `f` is Float32"),
+    ] {
+        let tampered = dir.path().join("t.parquet");
+        let columns: Vec<(&str, ArrayRef)> = ["zip", "disease", "n", "f", "t"]
+            .into_iter()
+            .map(|c| (c, if c == name { column.clone() } else { col(c) }))
+            .collect();
+        parquet(&tampered, columns);
+        let err = fails(&["verify", &p, "--release", tampered.to_str().unwrap()]);
+        assert!(err.contains(want), "{what}: {err}");
+    }
+}

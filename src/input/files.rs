@@ -67,7 +67,7 @@ pub(super) fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 
 /// The format and the extension filter of a path input (the extension as spelled on disk:
 /// DataFusion filters files by a case-sensitive suffix).
-pub(super) fn kind_of(path: &Path) -> Result<(FileKind, String)> {
+pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
     let text = path.to_string_lossy();
     let of_ext = |ext: Option<&str>| match ext {
         Some(e) if matches!(e.to_ascii_lowercase().as_str(), "parquet" | "parq") => {

@@ -33,9 +33,9 @@ mod files;
 mod runtime;
 pub mod text;
 
+use files::check_files;
 pub(crate) use files::first_record;
-pub use files::{FileKind, note_read, was_read};
-use files::{check_files, kind_of};
+pub use files::{FileKind, kind_of, note_read, was_read};
 pub use runtime::{block_on, runtime_handle};
 
 /// Where a profile's rows come from.

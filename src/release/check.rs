@@ -121,6 +121,50 @@ fn check_columns(
     Ok(())
 }
 
+/// A typed (Parquet) release keeps the types of the input's columns, QIs aside (their labels are
+/// text): a number rewritten as text, a narrower integer or a float32 may keep every value's text
+/// (`0.1` prints the same) yet is not the input's value. Text and binary types of any width or
+/// encoding (dictionary, view) count as one: their bytes are the values.
+fn check_types(
+    dataset: &Dataset,
+    release: &Input,
+    schema: &arrow::datatypes::Schema,
+) -> Result<()> {
+    use arrow::datatypes::DataType;
+    fn family(t: &DataType) -> DataType {
+        match t {
+            DataType::Dictionary(_, v) => family(v),
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView => DataType::Utf8,
+            t => t.clone(),
+        }
+    }
+    for field in schema.fields() {
+        let name = field.name();
+        if dataset.qis.iter().any(|q| &q.name == name) {
+            continue;
+        }
+        let Ok(input) = dataset.schema.field_with_name(name) else {
+            continue; // check_columns names it
+        };
+        if family(field.data_type()) != family(input.data_type()) {
+            return Err(PbgError::Verification {
+                path: release.as_path(),
+                message: format!(
+                    "column `{name}` is {} in the release but {} in the input: a Parquet release keeps the input's types",
+                    field.data_type(),
+                    input.data_type()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Per QI, the levels whose labels include every value seen (the given level only, when given).
 fn candidate_levels(
     dataset: &Dataset,
@@ -324,6 +368,10 @@ pub async fn verify_release(
     };
     let df = input::open(ctx, &source, b',').await?;
     check_columns(dataset, &source, df.schema().as_arrow())?;
+    let typed = input::kind_of(release)?.0 == input::FileKind::Parquet;
+    if typed {
+        check_types(dataset, &source, df.schema().as_arrow())?;
+    }
     let mut spec: Vec<CountColumn> = dataset
         .qis
         .iter()
@@ -391,7 +439,7 @@ pub async fn verify_release(
         let expected = ev.evaluate(n)?;
         match confirm(ev, &check, &expected, release) {
             Ok(()) => {
-                same_rows(ctx, ev, &source, n, &written, produced).await?;
+                same_rows(ctx, ev, &source, n, &written, produced, typed).await?;
                 return Ok((check, expected));
             }
             Err(e) => {
@@ -413,6 +461,7 @@ async fn same_rows(
     node: &[u8],
     written: &Fingerprint,
     produced: Option<&Fingerprint>,
+    typed: bool,
 ) -> Result<()> {
     let ds = ev.dataset();
     let expected = match produced {
@@ -423,8 +472,27 @@ async fn same_rows(
             fingerprint(release_frame(df, ev, node)?, ds.input()).await?
         }
     };
-    if *written == expected {
+    let same_texts = written.same_texts(&expected);
+    if same_texts && (!typed || written.same_nulls(&expected)) {
         return Ok(());
+    }
+    if same_texts {
+        let held = |f: &Fingerprint| {
+            let held: Vec<String> = f.nulls.iter().map(|(c, n)| format!("`{c}` {n}")).collect();
+            if held.is_empty() {
+                "none".to_string()
+            } else {
+                held.join(", ")
+            }
+        };
+        return Err(PbgError::Verification {
+            path: release.as_path(),
+            message: format!(
+                "its nulls differ from those of the input's release at node {node:?}: a null became an empty text or the reverse (nulls per column: {} in the release, {} expected; a Parquet release keeps them apart)",
+                held(written),
+                held(&expected)
+            ),
+        });
     }
     let columns = expected.differing_columns(written);
     Err(PbgError::Verification {

@@ -26,6 +26,19 @@ pub struct Fingerprint {
     pub sum: u64,
     /// Per column: Σ over rows of the value hash (which column differs).
     pub columns: BTreeMap<String, u64>,
+    /// Per column holding any: its nulls. The hashes count a null as the empty text (a CSV
+    /// file cannot tell them apart); a typed release (Parquet) must keep the nulls too.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nulls: BTreeMap<String, u64>,
+    /// What `sum` would add if nulls were hashed apart from empty texts: Σ over rows holding a
+    /// null of the change of their row hash (0 without nulls). Compared for typed releases.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub null_shift: u64,
+}
+
+/// Whether a shift is zero (not serialized then, so fingerprints without nulls read as before).
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The hash seed (fixed: the same text hashes the same in both tables of one comparison).
@@ -40,6 +53,18 @@ fn hash_text(seed: u64, column: &str, text: &str) -> u64 {
     h.write(column.as_bytes());
     h.write_u8(0xff);
     h.write(text.as_bytes());
+    h.finish()
+}
+
+/// The hash of a null in `column` when nulls are told from empty texts: no text hashes the same
+/// (the separator byte 0xfe never occurs in UTF-8, nor after a column name).
+fn hash_null(seed: u64, column: &str) -> u64 {
+    let state =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+    let mut h = state.build_hasher();
+    h.write_u64(seed);
+    h.write(column.as_bytes());
+    h.write_u8(0xfe);
     h.finish()
 }
 
@@ -76,39 +101,60 @@ impl Fingerprint {
     /// Adds `n` rows given as the text form of each column, named `names`.
     pub fn add_texts(&mut self, names: &[&str], texts: &[TextColumn], n: usize) {
         let mut rows = vec![0u64; n];
+        // Per row, what telling its nulls from empty texts adds to its hash (only when a
+        // column holds a null).
+        let mut null_delta: Vec<u64> = Vec::new();
         for (&name, text) in names.iter().zip(texts) {
+            let empty = hash_text(SEED, name, "");
+            let shift = hash_null(SEED, name).wrapping_sub(empty);
             // One hash per distinct value; the null key (if any) last.
             let mut hashes: Vec<u64> = (0..text.values.len())
                 .map(|i| {
-                    let v = if text.values.is_null(i) {
-                        ""
+                    if text.values.is_null(i) {
+                        empty
                     } else {
-                        text.values.value(i)
-                    };
-                    hash_text(SEED, name, v)
+                        hash_text(SEED, name, text.values.value(i))
+                    }
                 })
                 .collect();
             let mut col_sum = 0u64;
-            if text.keys.null_count() == 0 {
+            let mut nulls = 0u64;
+            if text.keys.null_count() == 0 && text.values.null_count() == 0 {
                 for (r, &k) in rows.iter_mut().zip(text.keys.values().iter()) {
                     let h = hashes[k as usize];
                     *r = r.wrapping_add(h);
                     col_sum = col_sum.wrapping_add(h);
                 }
             } else {
-                hashes.push(hash_text(SEED, name, ""));
+                hashes.push(empty);
                 let null = hashes.len() - 1;
-                for (r, k) in rows.iter_mut().zip(text.keys.iter()) {
-                    let h = hashes[k.map_or(null, |k| k as usize)];
+                null_delta.resize(n, 0);
+                for ((r, k), d) in rows.iter_mut().zip(text.keys.iter()).zip(&mut null_delta) {
+                    let k = k.map_or(null, |k| k as usize);
+                    let h = hashes[k];
                     *r = r.wrapping_add(h);
                     col_sum = col_sum.wrapping_add(h);
+                    if k == null || text.values.is_null(k) {
+                        *d = d.wrapping_add(shift);
+                        nulls += 1;
+                    }
                 }
             }
             let entry = self.columns.entry(name.to_string()).or_default();
             *entry = entry.wrapping_add(col_sum);
+            if nulls > 0 {
+                *self.nulls.entry(name.to_string()).or_default() += nulls;
+            }
         }
-        for s in rows {
+        for &s in &rows {
             self.sum = self.sum.wrapping_add(mix(s));
+        }
+        // The rows holding nulls, hashed again with their nulls told apart.
+        for (&s, &d) in rows.iter().zip(&null_delta) {
+            if d != 0 {
+                let change = mix(s.wrapping_add(d)).wrapping_sub(mix(s));
+                self.null_shift = self.null_shift.wrapping_add(change);
+            }
         }
         self.rows += n as u64;
     }
@@ -121,6 +167,21 @@ impl Fingerprint {
             let entry = self.columns.entry(name.clone()).or_default();
             *entry = entry.wrapping_add(*sum);
         }
+        for (name, n) in &other.nulls {
+            *self.nulls.entry(name.clone()).or_default() += n;
+        }
+        self.null_shift = self.null_shift.wrapping_add(other.null_shift);
+    }
+
+    /// Whether two fingerprints hold the same rows by their text (nulls as empty texts).
+    pub fn same_texts(&self, other: &Fingerprint) -> bool {
+        self.rows == other.rows && self.sum == other.sum && self.columns == other.columns
+    }
+
+    /// Whether two fingerprints hold the same rows with nulls told from empty texts (given the
+    /// same rows by their text).
+    pub fn same_nulls(&self, other: &Fingerprint) -> bool {
+        self.nulls == other.nulls && self.null_shift == other.null_shift
     }
 
     /// The columns whose values differ between two fingerprints.
