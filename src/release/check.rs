@@ -165,6 +165,56 @@ fn check_types(
     Ok(())
 }
 
+/// The most nodes a release's labels may fit for the verifier to try each.
+const MAX_CANDIDATE_NODES: usize = 4096;
+
+/// Keeps, per QI, the candidate levels at which no label is released more often than the input
+/// holds values generalizing to it (suppression only removes rows): a label shared by two
+/// levels (`c` a leaf and the group of `b` and `c`) usually fits only one by its count.
+fn within_input_counts(
+    dataset: &Dataset,
+    release: &Combinations,
+    candidates: Vec<Vec<u8>>,
+) -> Vec<Vec<u8>> {
+    candidates
+        .into_iter()
+        .enumerate()
+        .map(|(d, levels)| {
+            if levels.len() < 2 {
+                return levels;
+            }
+            let hierarchy = &dataset.qis[d].hierarchy;
+            // Tuples per leaf in the input, and per label in the release.
+            let mut per_leaf = vec![0u64; hierarchy.level(0).labels.len()];
+            for (row, &leaf) in dataset.qis[d].codes.values().iter().enumerate() {
+                if let Some(n) = per_leaf.get_mut(leaf as usize) {
+                    *n += dataset.weights.as_ref().map_or(1, |w| w[row]);
+                }
+            }
+            let mut released = vec![0u64; release.columns[d].len()];
+            for item in 0..release.len() {
+                released[release.ids[d][item] as usize] += release.weight(item);
+            }
+            levels
+                .into_iter()
+                .filter(|&l| {
+                    let level = hierarchy.level(l);
+                    let mut held: HashMap<&str, u64> = HashMap::new();
+                    for (leaf, &n) in per_leaf.iter().enumerate() {
+                        *held
+                            .entry(level.labels[level.group_of_leaf[leaf] as usize].as_str())
+                            .or_default() += n;
+                    }
+                    release.columns[d]
+                        .iter()
+                        .zip(&released)
+                        .all(|(label, &n)| n <= held.get(label.as_str()).copied().unwrap_or(0))
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Per QI, the levels whose labels include every value seen (the given level only, when given).
 fn candidate_levels(
     dataset: &Dataset,
@@ -416,7 +466,26 @@ pub async fn verify_release(
     if counts.tuples == 0 {
         return Err(fail("the release has no rows".into()));
     }
-    let candidates = candidate_levels(dataset, &counts.columns, node, &fail)?;
+    let candidates = within_input_counts(
+        dataset,
+        &counts,
+        candidate_levels(dataset, &counts.columns, node, &fail)?,
+    );
+    let combinations = candidates
+        .iter()
+        .try_fold(1usize, |n, levels| n.checked_mul(levels.len()))
+        .unwrap_or(usize::MAX);
+    if combinations > MAX_CANDIDATE_NODES {
+        return Err(fail(format!(
+            "its labels fit {} nodes (labels that several levels share, such as `*`, in {} QIs): too many to try; give the node (--node)",
+            if combinations == usize::MAX {
+                "over 2^64".to_string()
+            } else {
+                combinations.to_string()
+            },
+            candidates.iter().filter(|l| l.len() > 1).count()
+        )));
+    }
     // Every combination of candidate levels (one unless a label repeats across levels, as `*`
     // may); the first the input's release confirms wins.
     let mut nodes: Vec<Vec<u8>> = vec![Vec::new()];
@@ -430,7 +499,6 @@ pub async fn verify_release(
                     m
                 })
             })
-            .take(256)
             .collect();
     }
     let mut first_error = None;
