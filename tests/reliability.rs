@@ -2082,4 +2082,10 @@ fn verify_finds_the_node_of_labels_shared_by_levels() {
     let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["node"], serde_json::json!(vec![1; 9]));
+    // The node may also be given; a wrong one is refused, naming a label it does not hold.
+    let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap(), "--node", &node]);
+    assert_eq!(v["ok"], true, "{v}");
+    let wrong = vec!["2"; 9].join(",");
+    let err = fails(&["verify", &p, "--release", out.to_str().unwrap(), "--node", &wrong]);
+    assert!(err.contains("is not a label of level 2"), "{err}");
 }

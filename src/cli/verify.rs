@@ -34,6 +34,10 @@ pub struct VerifyArgs {
     /// --sensitive NAME), as a data receiver can: k, distinct, entropy and probabilistic l.
     #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
     qis: Vec<String>,
+    /// The release's node, one level per QI in profile order (default: inferred from its
+    /// labels; give it when labels that several levels share leave too many nodes to try).
+    #[arg(long, value_name = "L1,L2,...", conflicts_with = "qis")]
+    node: Option<String>,
 }
 
 /// Runs `pbg verify`: prints a JSON report; fails when the release or the policy does not hold.
@@ -63,7 +67,18 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     stages.stage(&format!("re-reading {}", a.release.display()));
     let ctx = a.profile.session()?;
     let engine = Evaluator::new(Arc::new(dataset))?;
-    let (check, expected, ev) = block_on(verify_release_under(&ctx, &engine, &a.release, &rules))??;
+    let node = a
+        .node
+        .as_deref()
+        .map(|n| engine.parse_node(n))
+        .transpose()?;
+    let (check, expected, ev) = block_on(verify_release_under(
+        &ctx,
+        &engine,
+        &a.release,
+        node.as_deref(),
+        &rules,
+    ))??;
     let rule = ev.suppression_rule();
     let (results, failed) = requirements(&require, &check, Some(&expected))?;
     let report = serde_json::json!({

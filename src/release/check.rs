@@ -355,7 +355,7 @@ fn check_at(ev: &Evaluator, counts: &Combinations, levels: &[u8]) -> ReleaseChec
     }
 }
 
-/// [`verify_release`] under each of `rules` in turn (the rules the release may have been made
+/// [`verify_release`] (at `node`, or the node its labels fit) under each of `rules` in turn (the rules the release may have been made
 /// with, [`crate::suppression::SuppressionRule::candidates`]): the check, the engine's indices
 /// and the evaluator of the first rule under which the release is exactly the node's release;
 /// the first rule's failure when there is none.
@@ -363,12 +363,13 @@ pub async fn verify_release_under(
     ctx: &SessionContext,
     ev: &Evaluator,
     release: &Path,
+    node: Option<&[u8]>,
     rules: &[crate::suppression::SuppressionRule],
 ) -> Result<(ReleaseCheck, NodeIndices, Evaluator)> {
     let mut first_error = None;
     for rule in rules {
         let ev = ev.with_rule(rule.clone());
-        match verify_release(ctx, &ev, release, None, None).await {
+        match verify_release(ctx, &ev, release, node, None).await {
             Ok((check, expected)) => return Ok((check, expected, ev)),
             Err(e) => {
                 first_error.get_or_insert(e);

@@ -78,9 +78,10 @@ impl TableFunctionImpl for PbgVerifyFunc {
         // The rules the release may have been made with: the profile's, the requirement rule of
         // the requirements given, the DBSEC rule (as `pbg verify` tries them).
         let rules = SuppressionRule::candidates(None, ev.dataset().profile.rule_name, &require);
-        let (check, expected, ev) = block_on(verify_release_under(&ctx, &ev, &release, &rules))
-            .map_err(|e| plan(NAME, e))?
-            .map_err(|e| plan(NAME, e))?;
+        let (check, expected, ev) =
+            block_on(verify_release_under(&ctx, &ev, &release, None, &rules))
+                .map_err(|e| plan(NAME, e))?
+                .map_err(|e| plan(NAME, e))?;
         let failed: Vec<String> = crate::policy::judge(&require, &check, Some(&expected))
             .map_err(|e| plan(NAME, e))?
             .into_iter()
