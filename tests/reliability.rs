@@ -2083,9 +2083,59 @@ fn verify_finds_the_node_of_labels_shared_by_levels() {
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["node"], serde_json::json!(vec![1; 9]));
     // The node may also be given; a wrong one is refused, naming a label it does not hold.
-    let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap(), "--node", &node]);
+    let v = pbg_json(&[
+        "verify",
+        &p,
+        "--release",
+        out.to_str().unwrap(),
+        "--node",
+        &node,
+    ]);
     assert_eq!(v["ok"], true, "{v}");
     let wrong = vec!["2"; 9].join(",");
-    let err = fails(&["verify", &p, "--release", out.to_str().unwrap(), "--node", &wrong]);
+    let err = fails(&[
+        "verify",
+        &p,
+        "--release",
+        out.to_str().unwrap(),
+        "--node",
+        &wrong,
+    ]);
     assert!(err.contains("is not a label of level 2"), "{err}");
+}
+
+/// A release checked with or without its input names the first row holding a null (it said
+/// "data row 0": the parallel pass does not number rows, and nothing located the row after).
+#[test]
+fn a_null_in_a_checked_release_is_named_with_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = write(
+        dir.path(),
+        "r.csv",
+        "zip,disease\n1305*,flu\n1306*,cold\n1305*,\n1306*,flu\n",
+    );
+    let err = fails(&[
+        "verify",
+        "--release",
+        &release,
+        "--qis",
+        "zip",
+        "--sensitive",
+        "disease",
+    ]);
+    assert!(
+        err.contains("column `disease`: null at data row 3"),
+        "{err}"
+    );
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,disease\n13053,flu\n13068,cold\n13053,cold\n13068,flu\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let err = fails(&["verify", &p, "--release", &release]);
+    assert!(
+        err.contains("column `disease` holds a null (first at data row 3)"),
+        "{err}"
+    );
 }

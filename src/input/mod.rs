@@ -266,6 +266,17 @@ pub fn ordered_context(ctx: &SessionContext) -> SessionContext {
     let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
         .with_target_partitions(1)
         .with_repartition_file_scans(false);
+    derived_context(ctx, config)
+}
+
+/// A session sharing `ctx`'s tables, functions and pool, with `config`. The catalogs are shared,
+/// so the new session must not create the default catalog again: that replaced the one holding
+/// the session's tables (in the caller's session too), and a registered table vanished.
+fn derived_context(ctx: &SessionContext, mut config: SessionConfig) -> SessionContext {
+    let catalog = &mut config.options_mut().catalog;
+    if ctx.catalog(&catalog.default_catalog).is_some() {
+        catalog.create_default_catalog_and_schema = false;
+    }
     let state = SessionStateBuilder::new_from_existing(ctx.state())
         .with_config(config)
         .build();
@@ -282,10 +293,7 @@ pub fn ranged_context(ctx: &SessionContext, partitions: usize) -> SessionContext
         .options_mut()
         .execution
         .enable_file_stream_work_stealing = false;
-    let state = SessionStateBuilder::new_from_existing(ctx.state())
-        .with_config(config)
-        .build();
-    SessionContext::new_with_state(state)
+    derived_context(ctx, config)
 }
 
 /// The bytes of a path input (a file, or every file under a directory); `None` for globs and

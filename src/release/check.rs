@@ -453,7 +453,10 @@ pub async fn verify_release(
     let (counts, written) = match read.await {
         Ok(c) => c,
         Err(PbgError::NullValue { column, .. }) => {
-            return Err(fail(format!("column `{column}` holds a null")));
+            let at = input::locate(ctx, &source, b',', &column, None)
+                .await
+                .map_or_else(String::new, |row| format!(" (first at data row {row})"));
+            return Err(fail(format!("column `{column}` holds a null{at}")));
         }
         Err(e) => return Err(e),
     };
@@ -728,7 +731,19 @@ pub async fn check_release_alone(
         null_as: None,
         null_hint: "the sensitive attribute must not be null".into(),
     });
-    let counts = count_combinations(df, &source, &spec).await?;
+    let counts = match count_combinations(df, &source, &spec).await {
+        Err(PbgError::NullValue {
+            column,
+            row: 0,
+            hint,
+        }) => {
+            let row = input::locate(ctx, &source, b',', &column, None)
+                .await
+                .unwrap_or(0);
+            return Err(PbgError::NullValue { column, row, hint });
+        }
+        other => other?,
+    };
     if counts.tuples == 0 {
         return Err(PbgError::Verification {
             path: release.to_path_buf(),
