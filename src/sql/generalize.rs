@@ -3,6 +3,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock};
 
+use arrow::array::ArrayRef;
 use arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::{
@@ -12,9 +13,8 @@ use datafusion::logical_expr::{
 use super::registry::Registry;
 use crate::hierarchy::{HierarchyRows, generalize, generalized_type};
 
-static DOC: LazyLock<Documentation> =
-    LazyLock::new(|| {
-        Documentation::builder(
+static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
         datafusion::logical_expr::DocSection {
             include: true,
             label: "pbg",
@@ -30,9 +30,12 @@ static DOC: LazyLock<Documentation> =
     )
     .with_argument("value", "The column to generalize (any type).")
     .with_argument("hierarchy", "A hierarchy name: a QI of a registered profile, or `profile.qi`.")
-    .with_argument("level", "The level, 0 (leaves) to the hierarchy's height.")
+    .with_argument(
+        "level",
+        "The level, 0 (leaves) to the hierarchy's height: a constant, or a column giving each row its own level.",
+    )
     .build()
-    });
+});
 
 /// The `generalize` scalar function.
 #[derive(Debug)]
@@ -124,18 +127,25 @@ impl ScalarUDFImpl for GeneralizeFunc {
                 return exec_err!("generalize: the hierarchy name must be a constant");
             }
         };
+        let h = self.registry.hierarchy("generalize", &name)?;
+        let run = |level: u8, array: &ArrayRef| {
+            generalize(&h, level, array).map_err(|e| {
+                datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
+            })
+        };
         let level = match super::table::constant(&level)? {
             Some(s) => level_of(&s)?,
             None => {
-                return exec_err!("generalize: the level must be a constant");
+                // A level per row (local recoding): each distinct level over the whole column,
+                // then every row takes its own level's label.
+                let levels = level.into_array(rows)?;
+                let array = value.into_array(rows)?;
+                return per_row_levels(&levels, &array, run).map(ColumnarValue::Array);
             }
         };
-        let h = self.registry.hierarchy("generalize", &name)?;
         let scalar = matches!(value, ColumnarValue::Scalar(_));
         let array = value.into_array(if scalar { 1 } else { rows })?;
-        let out = generalize(&h, level, &array).map_err(|e| {
-            datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
-        })?;
+        let out = run(level, &array)?;
         if scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
         } else {
@@ -146,6 +156,49 @@ impl ScalarUDFImpl for GeneralizeFunc {
     fn documentation(&self) -> Option<&Documentation> {
         Some(&DOC)
     }
+}
+
+/// The labels of `values`, each at the level of its row in `levels` (integers; NULL and
+/// out-of-range levels are errors naming the row), through `run` (one level over a column).
+fn per_row_levels(
+    levels: &ArrayRef,
+    values: &ArrayRef,
+    run: impl Fn(u8, &ArrayRef) -> Result<ArrayRef>,
+) -> Result<ArrayRef> {
+    use arrow::array::{Array, AsArray};
+    let levels = arrow::compute::cast(levels, &DataType::Int64)?;
+    let levels = levels.as_primitive::<arrow::datatypes::Int64Type>();
+    let mut distinct: Vec<u8> = Vec::new();
+    let mut picks: Vec<(usize, usize)> = Vec::with_capacity(levels.len());
+    for row in 0..levels.len() {
+        if levels.is_null(row) {
+            return exec_err!(
+                "generalize: the level must not be NULL (row {} of the batch)",
+                row + 1
+            );
+        }
+        let l = levels.value(row);
+        let Ok(l) = u8::try_from(l) else {
+            return exec_err!(
+                "generalize: level {l} is out of range (row {} of the batch)",
+                row + 1
+            );
+        };
+        let at = match distinct.iter().position(|&d| d == l) {
+            Some(i) => i,
+            None => {
+                distinct.push(l);
+                distinct.len() - 1
+            }
+        };
+        picks.push((at, row));
+    }
+    let outs = distinct
+        .iter()
+        .map(|&l| run(l, values))
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&dyn Array> = outs.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow::compute::interleave(&refs, &picks)?)
 }
 
 /// Marks `generalize`'s wire form.
