@@ -514,3 +514,15 @@ fn a_pick_under_requirements_that_require_nothing_is_refused() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+/// A quote or a line terminator as the delimiter is refused: it already means something else in
+/// CSV (it was accepted, and a quote happened to parse).
+#[test]
+fn a_quote_or_line_break_is_no_delimiter() {
+    let dir = tempfile::tempdir().unwrap();
+    let rest = setup(dir.path(), "zip,disease\n13053,flu\n");
+    for d in ["\"", "\n", "\r"] {
+        let err = fails(&args(&["evaluate", "--delimiter", d, "--node", "0"], &rest));
+        assert!(err.contains("cannot separate fields"), "{d:?}: {err}");
+    }
+}

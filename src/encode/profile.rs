@@ -162,6 +162,12 @@ fn hierarchy_spec(
 pub fn parse_delimiter(text: &str) -> Result<u8> {
     match text {
         "tab" | "\\t" | "\t" => Ok(b'\t'),
+        "\"" | "\n" | "\r" => Err(PbgError::profile(
+            "delimiter",
+            format!(
+                "{text:?} cannot separate fields: it quotes values or ends lines in a CSV file"
+            ),
+        )),
         t if t.len() == 1 && t.is_ascii() => Ok(t.as_bytes()[0]),
         t => Err(PbgError::profile(
             "delimiter",
