@@ -2052,11 +2052,7 @@ fn verify_finds_the_node_of_labels_shared_by_levels() {
     let names: Vec<String> = (1..=9).map(|i| format!("q{i}")).collect();
     let mut data = format!("{},s\n", names.join(","));
     for (i, v) in ["a", "b", "c", "a", "b", "c"].iter().enumerate() {
-        data.push_str(&format!(
-            "{},{}\n",
-            vec![*v; 9].join(","),
-            ["x", "y"][i % 2]
-        ));
+        data.push_str(&format!("{},{}\n", [*v; 9].join(","), ["x", "y"][i % 2]));
     }
     let data = write(dir.path(), "d.csv", &data);
     let qis: String = names
@@ -2069,7 +2065,7 @@ fn verify_finds_the_node_of_labels_shared_by_levels() {
         &format!("input = \"{data}\"\nsensitive = \"s\"\n{qis}"),
     );
     let out = dir.path().join("r.csv");
-    let node = vec!["1"; 9].join(",");
+    let node = ["1"; 9].join(",");
     let r = pbg_json(&[
         "anonymize",
         &p,
@@ -2092,7 +2088,7 @@ fn verify_finds_the_node_of_labels_shared_by_levels() {
         &node,
     ]);
     assert_eq!(v["ok"], true, "{v}");
-    let wrong = vec!["2"; 9].join(",");
+    let wrong = ["2"; 9].join(",");
     let err = fails(&[
         "verify",
         &p,

@@ -616,11 +616,7 @@ mod tests {
             e.contains("line 2, column `a`") && e.contains("text follows"),
             "{e}"
         );
-        let e = quoting(
-            "crlf",
-            format!("a;b;c\r\n1;2;3\r\n4;5;\"6\"x\r\n").as_bytes(),
-        )
-        .unwrap_err();
+        let e = quoting("crlf", b"a;b;c\r\n1;2;3\r\n4;5;\"6\"x\r\n").unwrap_err();
         assert!(e.contains("line 3, column `c`"), "{e}");
         let ok = |name: &str, text: &str| quoting(name, format!("{h}{text}").as_bytes());
         assert_eq!(ok("none", "1;2;3\n"), Ok(false));
