@@ -492,10 +492,42 @@ fn a_pick_under_requirements_that_require_nothing_is_refused() {
         ]);
         assert!(
             err.contains("needs a privacy requirement")
-                && err.contains("holds for the data as it is"),
+                && err.contains("alone bounds no privacy index"),
             "{require}: {err}"
         );
         assert!(!Path::new(out).exists(), "{require}: a release was written");
+    }
+    // Other rules pick the data as it is just as well: the most classes, or a comparator
+    // putting loss first.
+    for pick in [
+        vec!["--pick", "--maximize", "classes"],
+        vec!["--pick", "lex", "--objectives", "glm,k"],
+        vec!["--pick", "wtd", "--objectives", "k,glm", "--weights", "0,1"],
+    ] {
+        let mut a = vec!["anonymize", ADULT, "--output", out];
+        a.extend(pick.iter().copied());
+        let err = fails(&a);
+        assert!(err.contains("without one"), "{pick:?}: {err}");
+        assert!(!Path::new(out).exists(), "{pick:?}: a release was written");
+    }
+    // Equalities imply their bound.
+    let page = format!("{out}.html");
+    for require in ["uniques=0", "t_equal=0"] {
+        let o = pbg(&[
+            "--quiet",
+            "report",
+            ADULT,
+            "--pick",
+            "--require",
+            require,
+            "--output",
+            &page,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("needs a privacy requirement"),
+            "{require}: {err}"
+        );
     }
     // One bound some node fails is enough, beside vacuous ones.
     let ok = pbg(&[

@@ -525,26 +525,6 @@ impl Policy {
                         ));
                     }
                 };
-                // The least of a measure with no privacy requirement (none, or only ones the
-                // data as it is meets, such as `k>=-5` or `suppressed<=300`) is the bottom node:
-                // the data released unchanged as if anonymized. Refuse rather than do that.
-                if let Choice::Minimize(m) = &choice
-                    && !require.iter().any(Requirement::protects)
-                {
-                    let given: Vec<String> = require.iter().map(Requirement::text).collect();
-                    let why = if given.is_empty() {
-                        "without any".to_string()
-                    } else {
-                        format!("{} holds for the data as it is, so", given.join(","))
-                    };
-                    return Err(PbgError::argument(
-                        "require",
-                        format!(
-                            "a pick that minimizes {} needs a privacy requirement (e.g. --require 'k>=10,l>=2'): {why} the least-loss node is the data as it is",
-                            m.name()
-                        ),
-                    ));
-                }
                 choice
             }
             Some(c @ ("lex" | "goal" | "wtd")) => {
@@ -583,6 +563,27 @@ impl Policy {
                 ));
             }
         };
+        // A pick with no privacy requirement (none, or only bounds the data as it is meets, such
+        // as `k>=-5`, or that bound no privacy index, such as `suppressed<=300`) may pick the
+        // bottom node — the data unchanged, released as if anonymized: the least loss, the most
+        // classes, or a comparator's best on loss all do. Refuse rather than do that.
+        if !require.iter().any(Requirement::protects) {
+            let given: Vec<String> = require.iter().map(Requirement::text).collect();
+            let why = if given.is_empty() {
+                "without one".to_string()
+            } else {
+                format!(
+                    "`{}` alone bounds no privacy index below what the data as it is may have, so",
+                    given.join(",")
+                )
+            };
+            return Err(PbgError::argument(
+                "require",
+                format!(
+                    "a pick needs a privacy requirement some release can fail (k or an l above 1, a t distance, a risk or uniques below 1, or a bound on beta or delta; e.g. --require 'k>=10,l>=2'): {why} the node picked may be the data as it is"
+                ),
+            ));
+        }
         Ok(Policy {
             require,
             choice,

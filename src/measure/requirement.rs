@@ -87,11 +87,17 @@ impl Requirement {
 
     /// Whether it is a privacy requirement that some release can fail: a lower bound above 1 on
     /// k or an l (every class has at least one tuple and one value), an upper bound below 1 on a
-    /// t distance or a risk (none exceeds 1), any upper bound on β-likeness or δ-disclosure.
+    /// t distance, a risk or the share of uniques (none exceeds 1), any upper bound on β-likeness
+    /// or δ-disclosure (they have no such ceiling; a loose one is the user's policy). An
+    /// equality counts as the bound it implies.
     /// `k>=-5`, `k>=1`, `t<=1` or `suppressed<=300` hold for the data as it is: a pick under them
     /// alone would release it unchanged.
     pub fn protects(&self) -> bool {
-        let below_one = |op: Op, v: f64| (op == Op::Le && v < 1.0) || (op == Op::Lt && v <= 1.0);
+        let below_one = |op: Op, v: f64| match op {
+            Op::Le | Op::Eq => v < 1.0,
+            Op::Lt => v <= 1.0,
+            Op::Ge | Op::Gt => false,
+        };
         match self.measure {
             Measure::K | Measure::L | Measure::LEntropy | Measure::LProbabilistic => {
                 (self.op == Op::Ge && self.value > 1.0)
@@ -104,7 +110,9 @@ impl Requirement {
             | Measure::RiskProsecutor
             | Measure::RiskAverage
             | Measure::Uniques => below_one(self.op, self.value),
-            Measure::Beta | Measure::DeltaDisclosure => matches!(self.op, Op::Le | Op::Lt),
+            Measure::Beta | Measure::DeltaDisclosure => {
+                matches!(self.op, Op::Le | Op::Lt | Op::Eq)
+            }
             _ => false,
         }
     }
