@@ -124,7 +124,7 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
     job.policy(&profile)?;
     if let Some(r) = &a.report {
         profile.protect_as(r, if release { "report" } else { "output" })?;
-        if release && r == &a.output {
+        if release && pbg::io::same_path(r, &a.output) {
             anyhow::bail!("--report {} is the release itself", r.display());
         }
     }
@@ -135,6 +135,10 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         .as_deref()
         .map(pbg::io::AtomicFile::new)
         .transpose()?;
+    if let (Some(page), Some(path)) = (&page, &a.report) {
+        // Created now (empty), so that a name too long or a directory not writable fails here.
+        std::fs::write(page.temp_path(), "").map_err(|e| pbg::PbgError::io(path, e))?;
+    }
     let facts = std::sync::Mutex::new(None);
     let stages = super::progress::Stages::new("anonymize");
     // What the page needs from the engine, while it holds the statistics.

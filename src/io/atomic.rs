@@ -54,12 +54,17 @@ impl AtomicFile {
             ));
         }
         // Keep the extension last so format detection by extension still works on the temp file.
-        let temp = dir.join(format!(
-            ".{}.pbg-tmp-{}.{}",
-            name,
-            std::process::id(),
-            extension(target)
-        ));
+        // A name already taken (by an input named so, or another output of this run) is never
+        // written over: the next free one is used.
+        let ext = extension(target);
+        let pid = std::process::id();
+        let temp = (0..)
+            .map(|n| match n {
+                0 => dir.join(format!(".{name}.pbg-tmp-{pid}.{ext}")),
+                n => dir.join(format!(".{name}.pbg-tmp-{pid}-{n}.{ext}")),
+            })
+            .find(|t| std::fs::symlink_metadata(t).is_err())
+            .unwrap_or_else(|| dir.join(format!(".{name}.pbg-tmp-{pid}.{ext}")));
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,
@@ -136,7 +141,7 @@ fn remove_stale(dir: &Path, name: &str) {
         let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
             continue;
         };
-        let pid = rest.split('.').next().unwrap_or("");
+        let pid = rest.split(['.', '-']).next().unwrap_or("");
         if pid.parse::<u32>().is_ok()
             && !Path::new("/proc").join(pid).exists()
             && !crate::input::was_read(&entry.path())
@@ -159,6 +164,12 @@ impl Drop for AtomicFile {
             let _ = std::fs::remove_file(&self.temp);
         }
     }
+}
+
+/// Whether two paths name the same file, also through `./`, `..` or symbolic links (either may
+/// not exist yet).
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    resolved(a) == resolved(b)
 }
 
 /// The absolute, symlink-free form of a path that may not exist yet (its parent must).
@@ -299,6 +310,29 @@ mod tests {
         std::fs::write(&target, "old\n").unwrap();
         let file = AtomicFile::new(&target).unwrap();
         (dir, target, file)
+    }
+
+    /// A file already named as this run's temporary file (an input, say) is neither written
+    /// over nor removed: the next free name is used, and a failed run leaves the file alone.
+    #[test]
+    fn a_file_named_as_the_temporary_file_is_kept() {
+        let dir = std::env::temp_dir().join(format!("pbg-atomic-taken-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("out.csv");
+        let taken = dir.join(format!(".out.csv.pbg-tmp-{}.csv", std::process::id()));
+        std::fs::write(&taken, "user data\n").unwrap();
+        let file = AtomicFile::new(&target).unwrap();
+        assert_ne!(file.temp_path(), taken.as_path());
+        std::fs::write(file.temp_path(), "partial").unwrap();
+        drop(file);
+        assert_eq!(std::fs::read_to_string(&taken).unwrap(), "user data\n");
+        let file = AtomicFile::new(&target).unwrap();
+        std::fs::write(file.temp_path(), "release\n").unwrap();
+        file.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&taken).unwrap(), "user data\n");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "release\n");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file synced in the background while it is read, then committed: the target holds it

@@ -5,7 +5,7 @@ mod csv_text;
 mod read;
 mod write;
 
-pub use atomic::{AtomicFile, refuse_overwrite, write_text_atomic};
+pub use atomic::{AtomicFile, refuse_overwrite, same_path, write_text_atomic};
 pub use csv_text::CsvQuoting;
 pub use read::{Table, column_index, read_table, read_table_in};
 pub use write::{OutputFormat, write_batches};
