@@ -424,10 +424,16 @@ where
     Ok((keys, distinct))
 }
 
-/// Nested values (structs, lists, maps) as their display text, which no cast provides.
+/// How a null inside a nested value is written in its text (a NUL byte: no empty text).
+pub const INNER_NULL: &str = "\u{0}";
+
+/// Nested values (structs, lists, maps) as their display text, which no cast provides. A null
+/// inside a value shows as [`INNER_NULL`], not as arrow's empty text: `{b: }` would be the same
+/// text for a null `b` and an empty `b`, and the verifier compares values by their text.
 fn display_text(column: &ArrayRef) -> Result<ArrayRef> {
     use arrow::util::display::{ArrayFormatter, FormatOptions};
-    let formatter = ArrayFormatter::try_new(column.as_ref(), &FormatOptions::default())?;
+    let options = FormatOptions::default().with_null(INNER_NULL);
+    let formatter = ArrayFormatter::try_new(column.as_ref(), &options)?;
     let values: StringArray = (0..column.len())
         .map(|r| {
             if column.is_null(r) {
