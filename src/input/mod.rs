@@ -196,9 +196,18 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
 pub async fn open(ctx: &SessionContext, input: &Input, delimiter: u8) -> Result<DataFrame> {
     let df = match input {
         Input::Path(p) => open_path(ctx, p, delimiter).await?,
-        Input::Table(t) => ctx
-            .table(datafusion::common::TableReference::bare(t.as_str()))
-            .await
+        Input::Table(t) => {
+            // A name as registered (dots and all), else as SQL reads it (`schema.table`).
+            let bare = ctx
+                .table(datafusion::common::TableReference::bare(t.as_str()))
+                .await;
+            match bare {
+                Err(_) if t.contains('.') => {
+                    ctx.table(datafusion::common::TableReference::from(t.as_str()))
+                        .await
+                }
+                other => other,
+            }
             .map_err(|e| {
                 let mut known: Vec<String> = ctx
                     .catalog_names()
@@ -216,7 +225,8 @@ pub async fn open(ctx: &SessionContext, input: &Input, delimiter: u8) -> Result<
                     path: input.as_path(),
                     message: format!("{e} (tables in the session: {})", known.join(", ")),
                 }
-            })?,
+            })?
+        }
     };
     check_unique_columns(input, df.schema().as_arrow())?;
     Ok(df)
