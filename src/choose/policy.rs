@@ -513,20 +513,17 @@ impl Policy {
             .map(str::to_ascii_lowercase)
             .as_deref()
         {
-            None | Some("") | Some("measure") => {
-                let choice = match (&t.minimize, &t.maximize) {
-                    (Some(m), None) => Choice::Minimize(Measure::parse_as(m, "minimize")?),
-                    (None, Some(m)) => Choice::Maximize(Measure::parse_as(m, "maximize")?),
-                    (None, None) => Choice::Minimize(Measure::Glm),
-                    (Some(_), Some(_)) => {
-                        return Err(PbgError::argument(
-                            "minimize",
-                            "give --minimize or --maximize, not both".to_string(),
-                        ));
-                    }
-                };
-                choice
-            }
+            None | Some("") | Some("measure") => match (&t.minimize, &t.maximize) {
+                (Some(m), None) => Choice::Minimize(Measure::parse_as(m, "minimize")?),
+                (None, Some(m)) => Choice::Maximize(Measure::parse_as(m, "maximize")?),
+                (None, None) => Choice::Minimize(Measure::Glm),
+                (Some(_), Some(_)) => {
+                    return Err(PbgError::argument(
+                        "minimize",
+                        "give --minimize or --maximize, not both".to_string(),
+                    ));
+                }
+            },
             Some(c @ ("lex" | "goal" | "wtd")) => {
                 let objectives = Objective::parse_list(
                     &need(&t.objectives, "objectives", &format!("the {c} rule"))?,
