@@ -32,7 +32,7 @@ RUNS = [
     ["--node", "3,1,1,2,1,1,2,0"],
     ["--pick", "--require", "k>=5,l>=3", "--minimize", "glm"],
     ["--pick", "lex", "--require", "k>=10", "--objectives", "glm,k"],
-    ["--pick", "wtd", "--objectives", "k,l,glm", "--weights", "1,1,2"],
+    ["--pick", "wtd", "--require", "l>=2", "--objectives", "k,l,glm", "--weights", "1,1,2"],
     ["--node", "3,1,1,2,1,1,2,0", "--suppression-limit", "0"],
     ["--node", "4,2,2,2,1,1,3,1", "--suppression-limit", "0"],
     ["--pick", "--require", "k>=5,t_equal<=0.6", "--minimize", "glm", "--suppression-limit", "0"],
