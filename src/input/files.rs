@@ -20,7 +20,8 @@ pub enum FileKind {
     Parquet,
 }
 
-/// Every file this process has read as an input, a profile or a hierarchy (canonical paths).
+/// Every file this process has read as an input, a profile or a hierarchy, or written as an
+/// output (canonical paths).
 static READ: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<PathBuf>>> =
     std::sync::LazyLock::new(Default::default);
 

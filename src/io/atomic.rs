@@ -44,6 +44,31 @@ impl AtomicFile {
                 ),
             ));
         }
+        // A target named like a temporary file would be taken for one: another output's
+        // cleanup could remove it, or its temporary file could be this one.
+        if name.contains(".pbg-tmp-") {
+            return Err(PbgError::io(
+                target,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "named like a temporary file of pbg (`.pbg-tmp-`): choose another name",
+                ),
+            ));
+        }
+        // The temporary name adds about 30 bytes to the target's: say so rather than let the
+        // file system refuse the temporary file as if the name given were too long.
+        if name.len() + 40 > 255 {
+            return Err(PbgError::io(
+                target,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "its name is {} bytes: at most 215 leave room for its temporary file",
+                        name.len()
+                    ),
+                ),
+            ));
+        }
         if target.is_dir() {
             return Err(PbgError::io(
                 target,
@@ -99,6 +124,8 @@ impl AtomicFile {
         synced.map_err(|e| PbgError::io(&self.temp, e))?;
         std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
         self.committed = true;
+        // What this run wrote is kept like what it read from any later cleanup of this run.
+        crate::input::note_read(&self.target);
         // Only once the output is in place: a failed run removes nothing but its own temporary.
         if let (Some(dir), Some(name)) = (self.target.parent(), self.target.file_name()) {
             let dir = if dir.as_os_str().is_empty() {
