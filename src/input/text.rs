@@ -424,26 +424,47 @@ where
     Ok((keys, distinct))
 }
 
-/// How a null inside a nested value is written in its text (a NUL byte: no empty text).
-pub const INNER_NULL: &str = "\u{0}";
+/// How a null inside a nested value is written by the display fallback of [`display_text`].
+const INNER_NULL: &str = "\u{0}";
 
-/// Nested values (structs, lists, maps) as their display text, which no cast provides. A null
-/// inside a value shows as [`INNER_NULL`], not as arrow's empty text: `{b: }` would be the same
-/// text for a null `b` and an empty `b`, and the verifier compares values by their text.
+/// Nested values (structs, lists, maps) as text, which no cast provides: their JSON, where texts
+/// are quoted and escaped and nulls are `null`, so that two values have one text only when they
+/// are equal (arrow's display text writes `[A, B]` for both `["A", "B"]` and `["A, B"]`, and an
+/// inner null as an empty text; the verifier compares values by their text). Types the JSON
+/// encoder lacks fall back to the display text, an inner null written as a NUL byte.
 fn display_text(column: &ArrayRef) -> Result<ArrayRef> {
+    use arrow::json::writer::{EncoderOptions, make_encoder};
     use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let field = std::sync::Arc::new(arrow::datatypes::Field::new(
+        "value",
+        column.data_type().clone(),
+        true,
+    ));
+    let json = EncoderOptions::default().with_explicit_nulls(true);
+    let mut out = arrow::array::StringBuilder::with_capacity(column.len(), 0);
+    if let Ok(mut encoder) = make_encoder(&field, column.as_ref(), &json) {
+        let mut buf = Vec::new();
+        for r in 0..column.len() {
+            if column.is_null(r) {
+                out.append_null();
+                continue;
+            }
+            buf.clear();
+            encoder.encode(r, &mut buf);
+            out.append_value(String::from_utf8_lossy(&buf));
+        }
+        return Ok(std::sync::Arc::new(out.finish()));
+    }
     let options = FormatOptions::default().with_null(INNER_NULL);
     let formatter = ArrayFormatter::try_new(column.as_ref(), &options)?;
-    let values: StringArray = (0..column.len())
-        .map(|r| {
-            if column.is_null(r) {
-                None
-            } else {
-                Some(formatter.value(r).to_string())
-            }
-        })
-        .collect();
-    Ok(std::sync::Arc::new(values))
+    for r in 0..column.len() {
+        if column.is_null(r) {
+            out.append_null();
+        } else {
+            out.append_value(formatter.value(r).to_string());
+        }
+    }
+    Ok(std::sync::Arc::new(out.finish()))
 }
 
 #[cfg(test)]
