@@ -577,7 +577,7 @@ impl Policy {
             return Err(PbgError::argument(
                 "require",
                 format!(
-                    "a pick needs a privacy requirement some release can fail (k or an l above 1, a t distance, a risk or uniques below 1, or a bound on beta or delta; e.g. --require 'k>=10,l>=2'): {why} the node picked may be the data as it is"
+                    "a pick needs a privacy requirement some release can fail (k or an l above 1, a t distance, a risk or uniques below 1, or a bound on beta or delta, e.g. k>=10,l>=2): {why} the node picked may be the data as it is"
                 ),
             ));
         }

@@ -165,6 +165,10 @@ fn check_types(
     Ok(())
 }
 
+/// The most candidate nodes whose rows are compared with the release's (each may read the
+/// input again).
+const MAX_ROW_CHECKS: usize = 8;
+
 /// The most nodes a release's labels may fit for the verifier to try each.
 const MAX_CANDIDATE_NODES: usize = 4096;
 
@@ -506,12 +510,29 @@ pub async fn verify_release(
             .collect();
     }
     let mut first_error = None;
+    // Comparing rows may read the input again: a few nodes at most (with the label counts
+    // ruling levels out first, genuine releases need one or two).
+    let mut row_checks = 0;
     for n in &nodes {
         let check = check_at(ev, &counts, n);
         let expected = ev.evaluate(n)?;
         // Labels shared by levels may fit two nodes with the same classes: the rows decide.
         let confirmed = match confirm(ev, &check, &expected, release) {
-            Ok(()) => same_rows(ctx, ev, &source, n, &written, produced, typed).await,
+            Ok(()) if row_checks < MAX_ROW_CHECKS => {
+                row_checks += 1;
+                same_rows(ctx, ev, &source, n, &written, produced, typed).await
+            }
+            Ok(()) => {
+                return Err(fail(format!(
+                    "its classes fit more than {MAX_ROW_CHECKS} nodes, and the rows of none tried match: give the node (--node) to compare its rows{}",
+                    match first_error {
+                        Some(PbgError::Verification { message, .. }) =>
+                            format!(" (first: {message})"),
+                        Some(e) => format!(" (first: {e})"),
+                        None => String::new(),
+                    }
+                )));
+            }
             Err(e) => Err(e),
         };
         match confirmed {
