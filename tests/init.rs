@@ -268,3 +268,40 @@ fn init_refuses_or_survives_hostile_inputs() {
     );
     assert!(!lake.join("draft").exists());
 }
+
+/// The guessed sensitive attribute is the last scalar column: a nested last column (which
+/// `anonymize` refuses as the sensitive attribute) is passed over.
+#[test]
+fn init_guesses_a_scalar_sensitive_attribute() {
+    use arrow::array::{ArrayRef, ListBuilder, StringArray, StringBuilder};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    let mut tags = ListBuilder::new(StringBuilder::new());
+    for i in 0..30 {
+        tags.values().append_value(format!("t{}", i % 3));
+        tags.append(true);
+    }
+    let zips: Vec<String> = (0..30).map(|i| format!("130{}", 50 + i % 5)).collect();
+    let disease: Vec<&str> = (0..30).map(|i| ["flu", "cold"][i % 2]).collect();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("zip", Arc::new(StringArray::from(zips))),
+        ("disease", Arc::new(StringArray::from(disease))),
+        ("tags", Arc::new(tags.finish())),
+    ];
+    let batch = arrow::record_batch::RecordBatch::try_from_iter(columns).unwrap();
+    let file = std::fs::File::create(&input).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let out = dir.path().join("draft");
+    let d = pbg_json(&[
+        "init",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(d["sensitive"], "disease", "{d}");
+    assert_eq!(d["sensitive_guessed"], true);
+}

@@ -375,8 +375,8 @@ pub struct Draft {
     pub skipped: Vec<(String, String)>,
 }
 
-/// Drafts the roles and hierarchies of `input`: `sensitive` (else the last column that is not an
-/// identifier, marked as a guess), `qis` (else every other column a hierarchy can be built for),
+/// Drafts the roles and hierarchies of `input`: `sensitive` (else the last scalar column that is
+/// not an identifier, marked as a guess), `qis` (else every other column a hierarchy can be built for),
 /// `identifiers` (plus the nearly unique columns).
 pub async fn draft(
     ctx: &SessionContext,
@@ -438,7 +438,8 @@ pub async fn draft(
         None => match facts
             .iter()
             .rev()
-            .find(|f| !is_id(&f.name) && !qis.contains(&f.name))
+            // A nested column cannot be the sensitive attribute (it must be scalar).
+            .find(|f| !is_id(&f.name) && !qis.contains(&f.name) && f.draftable)
         {
             Some(f) => (f.name.clone(), true),
             None => {
