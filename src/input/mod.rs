@@ -30,6 +30,7 @@ use futures::StreamExt;
 use crate::error::{PbgError, Result};
 
 mod files;
+mod nested_text;
 mod runtime;
 pub mod text;
 

@@ -51,7 +51,10 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
         DataType::Dictionary(_, v) => cast(column, &dict_type(v))?,
         DataType::Utf8 | DataType::LargeUtf8 => cast(column, &dict_type(&DataType::Utf8))?,
         t if t.is_primitive() => cast(column, &dict_type(t))?,
-        t if t.is_nested() => cast(&display_text(column)?, &dict_type(&DataType::Utf8))?,
+        t if t.is_nested() => cast(
+            &super::nested_text::nested_text(column)?,
+            &dict_type(&DataType::Utf8),
+        )?,
         _ => cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?,
     };
     let dict = dict.as_dictionary::<UInt32Type>();
@@ -422,49 +425,6 @@ where
         keys.push(key);
     }
     Ok((keys, distinct))
-}
-
-/// How a null inside a nested value is written by the display fallback of [`display_text`].
-const INNER_NULL: &str = "\u{0}";
-
-/// Nested values (structs, lists, maps) as text, which no cast provides: their JSON, where texts
-/// are quoted and escaped and nulls are `null`, so that two values have one text only when they
-/// are equal (arrow's display text writes `[A, B]` for both `["A", "B"]` and `["A, B"]`, and an
-/// inner null as an empty text; the verifier compares values by their text). Types the JSON
-/// encoder lacks fall back to the display text, an inner null written as a NUL byte.
-fn display_text(column: &ArrayRef) -> Result<ArrayRef> {
-    use arrow::json::writer::{EncoderOptions, make_encoder};
-    use arrow::util::display::{ArrayFormatter, FormatOptions};
-    let field = std::sync::Arc::new(arrow::datatypes::Field::new(
-        "value",
-        column.data_type().clone(),
-        true,
-    ));
-    let json = EncoderOptions::default().with_explicit_nulls(true);
-    let mut out = arrow::array::StringBuilder::with_capacity(column.len(), 0);
-    if let Ok(mut encoder) = make_encoder(&field, column.as_ref(), &json) {
-        let mut buf = Vec::new();
-        for r in 0..column.len() {
-            if column.is_null(r) {
-                out.append_null();
-                continue;
-            }
-            buf.clear();
-            encoder.encode(r, &mut buf);
-            out.append_value(String::from_utf8_lossy(&buf));
-        }
-        return Ok(std::sync::Arc::new(out.finish()));
-    }
-    let options = FormatOptions::default().with_null(INNER_NULL);
-    let formatter = ArrayFormatter::try_new(column.as_ref(), &options)?;
-    for r in 0..column.len() {
-        if column.is_null(r) {
-            out.append_null();
-        } else {
-            out.append_value(formatter.value(r).to_string());
-        }
-    }
-    Ok(std::sync::Arc::new(out.finish()))
 }
 
 #[cfg(test)]
