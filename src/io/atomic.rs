@@ -57,14 +57,16 @@ impl AtomicFile {
         }
         // The temporary name adds about 30 bytes to the target's: say so rather than let the
         // file system refuse the temporary file as if the name given were too long.
-        if name.len() + 40 > 255 {
+        // In bytes as the file system counts them (not as the lossy text of a name that is not
+        // UTF-8).
+        let bytes = target.file_name().map_or(0, |n| n.as_encoded_bytes().len());
+        if bytes + 40 > 255 {
             return Err(PbgError::io(
                 target,
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
                     format!(
-                        "its name is {} bytes: at most 215 leave room for its temporary file",
-                        name.len()
+                        "its name is {bytes} bytes: at most 215 leave room for its temporary file"
                     ),
                 ),
             ));
