@@ -2036,6 +2036,16 @@ fn verify_refuses_a_parquet_release_with_changed_types_or_nulls() {
         }
         Arc::new(b.finish()) as ArrayRef
     };
+    // A list of floats per row, NaN and infinity among them.
+    let floats = |rows: Vec<Option<f64>>| {
+        let mut b = arrow::array::ListBuilder::new(arrow::array::Float64Builder::new());
+        for v in rows {
+            b.values().append_option(v);
+            b.append(true);
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let lf = floats(vec![Some(f64::NAN), Some(f64::INFINITY), Some(1.0), None]);
     let li = list(vec![
         vec![Some("A"), Some("B")],
         vec![Some("x"), None],
@@ -2052,6 +2062,7 @@ fn verify_refuses_a_parquet_release_with_changed_types_or_nulls() {
             ("t", t.clone()),
             ("st", st),
             ("li", li),
+            ("lf", lf),
         ],
     );
     let p = profile(dir.path(), input.to_str().unwrap(), false, "");
@@ -2120,12 +2131,18 @@ fn verify_refuses_a_parquet_release_with_changed_types_or_nulls() {
             ]),
             "column(s) `li` differ",
         ),
+        (
+            "NaN in a list made null",
+            "lf",
+            floats(vec![None, Some(f64::INFINITY), Some(1.0), None]),
+            "column(s) `lf` differ",
+        ),
         ("int64 as text", "n", n_text, "column `n` is Utf8"),
         ("int64 as int8", "n", n_narrow, "column `n` is Int8"),
         ("float64 as float32", "f", f_narrow, "column `f` is Float32"),
     ] {
         let tampered = dir.path().join("t.parquet");
-        let columns: Vec<(&str, ArrayRef)> = ["zip", "disease", "n", "f", "t", "st", "li"]
+        let columns: Vec<(&str, ArrayRef)> = ["zip", "disease", "n", "f", "t", "st", "li", "lf"]
             .into_iter()
             .map(|c| (c, if c == name { column.clone() } else { col(c) }))
             .collect();
