@@ -305,3 +305,36 @@ fn init_guesses_a_scalar_sensitive_attribute() {
     assert_eq!(d["sensitive"], "disease", "{d}");
     assert_eq!(d["sensitive_guessed"], true);
 }
+
+/// A column name too long for a file name gets a shortened hierarchy file, and the draft runs.
+#[test]
+fn init_shortens_hierarchy_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "c".repeat(230);
+    let data = dir.path().join("d.csv");
+    let mut text = format!("age,{long},dis\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "{},{},{}\n",
+            20 + i % 7,
+            ["x", "y", "z"][i % 3],
+            ["flu", "cold"][i % 2]
+        ));
+    }
+    std::fs::write(&data, text).unwrap();
+    let out = dir.path().join("draft");
+    let d = pbg_json(&[
+        "init",
+        "--input",
+        data.to_str().unwrap(),
+        "--sensitive",
+        "dis",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(d["qis"].as_array().unwrap().len(), 2, "{d}");
+    let profile = out.join("profile.toml");
+    let r = pbg_json(&["evaluate", profile.to_str().unwrap(), "--node", "0,0"]);
+    assert_eq!(r["node"], serde_json::json!([0, 0]), "{r}");
+    assert_eq!(r["qis"][1], serde_json::json!(long), "{r}");
+}

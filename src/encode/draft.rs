@@ -564,7 +564,10 @@ fn absolute(p: &Path) -> Result<String> {
 
 /// A file-name-safe form of a column name.
 fn file_stem(name: &str) -> String {
+    // ASCII only, and at most 150 bytes: the file and its temporary name must fit the file
+    // system's 255 (longer names share a stem and get numbered).
     name.chars()
+        .take(150)
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c
@@ -718,9 +721,17 @@ fn write_draft_in(draft: &Draft, dir: &Path, hier: &Path) -> Result<PathBuf> {
             why.replace(['\n', '\r'], " ")
         );
     }
+    let mut written: Vec<PathBuf> = Vec::new();
     for ((name, kind, h), file) in draft.qis.iter().zip(&files) {
         let path = hier.join(file);
-        crate::io::write_text_atomic(&path, &arx_text(h))?;
+        if let Err(e) = crate::io::write_text_atomic(&path, &arx_text(h)) {
+            // Nothing of a refused draft stays behind.
+            for w in &written {
+                let _ = std::fs::remove_file(w);
+            }
+            return Err(e);
+        }
+        written.push(path);
         let _ = writeln!(
             t,
             "\n# {}: {} hierarchy over {} values, {} levels above the values.",
@@ -736,6 +747,11 @@ fn write_draft_in(draft: &Draft, dir: &Path, hier: &Path) -> Result<PathBuf> {
             toml_string(&format!("hierarchies/{file}"))
         );
     }
-    crate::io::write_text_atomic(&profile, &t)?;
+    if let Err(e) = crate::io::write_text_atomic(&profile, &t) {
+        for w in &written {
+            let _ = std::fs::remove_file(w);
+        }
+        return Err(e);
+    }
     Ok(profile)
 }
