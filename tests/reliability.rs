@@ -566,6 +566,17 @@ fn parquet(path: &Path, columns: Vec<(&str, arrow::array::ArrayRef)>) {
     w.close().unwrap();
 }
 
+/// The rows of a Parquet file as one batch.
+fn read_parquet(path: &Path) -> arrow::record_batch::RecordBatch {
+    let file = fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
+}
+
 /// A directory `d` under `dir` holding `a.csv` and `b.csv` with the given texts.
 fn two_csv_files(dir: &Path, a: &str, b: &str) -> std::path::PathBuf {
     let d = dir.join("d");
@@ -918,13 +929,7 @@ fn nested_kept_columns_pass_through_a_parquet_release() {
     let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
     assert_eq!(v["ok"], true);
     // Struct, list and map columns come out as they went in, row for row.
-    let file = fs::File::open(&out).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
-    let released = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let released = read_parquet(&out);
     for (name, column) in &nested {
         let got = released.column_by_name(name).unwrap();
         assert_eq!(got.as_ref(), column.as_ref(), "column {name}");
@@ -2079,13 +2084,7 @@ fn verify_refuses_a_parquet_release_with_changed_types_or_nulls() {
     let v = pbg_json(&["verify", &p, "--release", out.to_str().unwrap()]);
     assert_eq!(v["ok"], true, "{v}");
     // The release's own columns, to rewrite one at a time.
-    let file = fs::File::open(&out).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
-    let released = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let released = read_parquet(&out);
     let col = |name: &str| released.column_by_name(name).unwrap().clone();
     let swapped: ArrayRef = Arc::new(StringArray::from(vec![
         Some("a"),

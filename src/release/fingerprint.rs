@@ -44,27 +44,22 @@ fn is_zero(v: &u64) -> bool {
 /// The hash seed (fixed: the same text hashes the same in both tables of one comparison).
 const SEED: u64 = 0x5eed_0001;
 
-/// A fixed-key hasher: the same text hashes the same in both tables of one comparison.
-fn hash_text(seed: u64, column: &str, text: &str) -> u64 {
+/// A fixed-key hash of a value of `column` (the same value hashes the same in both tables of one
+/// comparison): a text, or `None` for a null told apart from the empty text (its separator byte
+/// 0xfe never occurs in UTF-8, where a text's 0xff neither does, so no text hashes like it).
+fn hash_value(seed: u64, column: &str, text: Option<&str>) -> u64 {
     let state =
         std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
     let mut h = state.build_hasher();
     h.write_u64(seed);
     h.write(column.as_bytes());
-    h.write_u8(0xff);
-    h.write(text.as_bytes());
-    h.finish()
-}
-
-/// The hash of a null in `column` when nulls are told from empty texts: no text hashes the same
-/// (the separator byte 0xfe never occurs in UTF-8, nor after a column name).
-fn hash_null(seed: u64, column: &str) -> u64 {
-    let state =
-        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
-    let mut h = state.build_hasher();
-    h.write_u64(seed);
-    h.write(column.as_bytes());
-    h.write_u8(0xfe);
+    match text {
+        Some(t) => {
+            h.write_u8(0xff);
+            h.write(t.as_bytes());
+        }
+        None => h.write_u8(0xfe),
+    }
     h.finish()
 }
 
@@ -105,15 +100,15 @@ impl Fingerprint {
         // column holds a null).
         let mut null_delta: Vec<u64> = Vec::new();
         for (&name, text) in names.iter().zip(texts) {
-            let empty = hash_text(SEED, name, "");
-            let shift = hash_null(SEED, name).wrapping_sub(empty);
+            let empty = hash_value(SEED, name, Some(""));
+            let shift = hash_value(SEED, name, None).wrapping_sub(empty);
             // One hash per distinct value; the null key (if any) last.
             let mut hashes: Vec<u64> = (0..text.values.len())
                 .map(|i| {
                     if text.values.is_null(i) {
                         empty
                     } else {
-                        hash_text(SEED, name, text.values.value(i))
+                        hash_value(SEED, name, Some(text.values.value(i)))
                     }
                 })
                 .collect();
