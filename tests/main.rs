@@ -5,6 +5,7 @@ mod cli_errors;
 mod cluster;
 mod common;
 mod csv_release;
+mod csv_scan;
 mod distances;
 mod fuzz;
 mod fuzz_cli;

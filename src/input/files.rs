@@ -244,7 +244,7 @@ pub(super) async fn check_files(
     kind: FileKind,
     ext: &str,
     delimiter: u8,
-) -> Result<bool> {
+) -> Result<Quoting> {
     let input = Input::Path(path.to_path_buf());
     let store = state
         .runtime_env()
@@ -352,17 +352,31 @@ pub(super) async fn check_files(
         }
     }
     // Every file's quoting is checked, even after one with a quoted line break.
-    let mut line_break = false;
+    let mut quoting = Quoting::Unquoted;
     if kind == FileKind::Csv {
         let columns = first.map(|(_, names)| names).unwrap_or_default();
         for f in &files {
-            line_break |= quoted_line_break(f, delimiter, &columns)?;
+            quoting = quoting.max(csv_quoting(f, delimiter, &columns)?);
         }
     }
-    Ok(line_break)
+    Ok(quoting)
 }
 
-/// Whether a CSV file holds a line break inside a quoted value, after checking its quoting. DataFusion
+/// How the values of a CSV input are quoted, as far as the way to read it depends on it (the
+/// most quoted file decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Quoting {
+    /// No file holds a `"`: every record is a line and every field the text between delimiters,
+    /// which pbg's own decoder reads.
+    Unquoted,
+    /// Some file quotes values (well-formed), none across a line break.
+    Quoted,
+    /// Some quoted value spans lines: files are read whole, not in byte ranges.
+    LineBreaks,
+}
+
+/// A CSV file's [`Quoting`] (whether it holds a `"`, and a line break inside a quoted value), after
+/// checking that quoting. DataFusion
 /// splits a large CSV into byte ranges at line breaks, and one inside a quoted value would cut a
 /// record in two (its lines could even pass as rows of their own): such inputs must be read one
 /// file per partition. The scan follows the reader's rule: a `"` opens a quoted value only at the
@@ -373,11 +387,11 @@ pub(super) async fn check_files(
 /// the rest of the file (its rows, QIs and all, become one kept value: a raw-value leak), and
 /// text after a closing quote is glued to the value (`"Ma"le` read as `Male`). Both are refused,
 /// naming the line and the column (`columns`: the header's names).
-pub(super) fn quoted_line_break(path: &Path, delimiter: u8, columns: &[String]) -> Result<bool> {
+pub(super) fn csv_quoting(path: &Path, delimiter: u8, columns: &[String]) -> Result<Quoting> {
     use std::io::Read;
     let io = |e| PbgError::io(path, e);
     if !holds_quote(path)? {
-        return Ok(false);
+        return Ok(Quoting::Unquoted);
     }
     let mut file = std::fs::File::open(path).map_err(io)?;
     let mut buf = vec![0u8; 8 << 20];
@@ -421,10 +435,14 @@ pub(super) fn quoted_line_break(path: &Path, delimiter: u8, columns: &[String]) 
             column(field)
         )));
     }
-    Ok(scan.line_break)
+    Ok(if scan.line_break {
+        Quoting::LineBreaks
+    } else {
+        Quoting::Quoted
+    })
 }
 
-/// The state of [`quoted_line_break`]'s scan between chunks of a file.
+/// The state of [`csv_quoting`]'s scan between chunks of a file.
 #[derive(Debug)]
 struct QuoteScan {
     delimiter: u8,
@@ -577,14 +595,16 @@ fn same_set(a: &[String], b: &[String]) -> bool {
 mod tests {
     use super::*;
 
-    /// [`quoted_line_break`] of `bytes` (columns a, b, c; `;`-separated) written to a scratch
-    /// file: Ok(line break) or the message.
+    /// Whether [`csv_quoting`] of `bytes` (columns a, b, c; `;`-separated) written to a scratch
+    /// file finds a quoted line break, or its message.
     fn quoting(name: &str, bytes: &[u8]) -> std::result::Result<bool, String> {
         let path =
             std::env::temp_dir().join(format!("pbg-quoting-{name}-{}.csv", std::process::id()));
         std::fs::write(&path, bytes).unwrap();
         let columns = ["a", "b", "c"].map(String::from);
-        let out = quoted_line_break(&path, b';', &columns).map_err(|e| e.to_string());
+        let out = csv_quoting(&path, b';', &columns)
+            .map(|q| q == Quoting::LineBreaks)
+            .map_err(|e| e.to_string());
         let _ = std::fs::remove_file(&path);
         out
     }

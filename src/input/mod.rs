@@ -29,14 +29,16 @@ use futures::StreamExt;
 
 use crate::error::{PbgError, Result};
 
+mod csv_scan;
 mod files;
 mod nested_text;
 mod runtime;
 pub mod text;
 
-use files::check_files;
+use csv_scan::TextCsvFormat;
 pub(crate) use files::first_record;
 pub use files::{FileKind, kind_of, note_read, was_read};
+use files::{Quoting, check_files};
 pub use runtime::{block_on, runtime_handle};
 
 /// Where a profile's rows come from.
@@ -129,19 +131,25 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
     let url = ListingTableUrl::parse(text.as_ref()).map_err(|e| df_error(&input, e))?;
     let state = ctx.state();
     // A quoted value spanning lines makes DataFusion read each file whole (no byte ranges).
-    let multiline = check_files(&state, path, &url, kind, &ext, delimiter).await?;
+    let quoting = check_files(&state, path, &url, kind, &ext, delimiter).await?;
+    let csv = || {
+        CsvFormat::default()
+            .with_has_header(true)
+            .with_delimiter(delimiter)
+            .with_newlines_in_values(quoting == Quoting::LineBreaks)
+            // Every column is read as text: only the header's names are wanted, so no
+            // records are parsed to guess types (`check_files` has made sure that all
+            // files share the first one's header).
+            .with_schema_infer_max_rec(0)
+    };
     let format: Arc<dyn FileFormat> = match kind {
         FileKind::Parquet => Arc::new(ParquetFormat::default()),
-        FileKind::Csv => Arc::new(
-            CsvFormat::default()
-                .with_has_header(true)
-                .with_delimiter(delimiter)
-                .with_newlines_in_values(multiline)
-                // Every column is read as text: only the header's names are wanted, so no
-                // records are parsed to guess types (`check_files` has made sure that all
-                // files share the first one's header).
-                .with_schema_infer_max_rec(0),
-        ),
+        // Unquoted text is decoded by pbg's scan, unless the plan is to run on a cluster, whose
+        // executors know DataFusion's sources only.
+        FileKind::Csv if quoting == Quoting::Unquoted && !distributed(&state) => {
+            Arc::new(TextCsvFormat::new(csv()))
+        }
+        FileKind::Csv => Arc::new(csv()),
     };
     let options = ListingOptions::new(format).with_file_extension(ext);
     let schema = options
@@ -342,6 +350,11 @@ pub fn is_distributed(df: &DataFrame) -> bool {
         .session_config()
         .get_extension::<Distributed>()
         .is_some()
+}
+
+/// Whether plans of `state` run on a cluster.
+fn distributed(state: &datafusion::execution::SessionState) -> bool {
+    state.config().get_extension::<Distributed>().is_some()
 }
 
 /// A session for pbg's own commands: Parquet strings read as written (not as view types),
