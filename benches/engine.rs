@@ -234,7 +234,9 @@ fn csv_text(c: &mut Criterion) {
     // pbg's decoder of unquoted text, fed 8 KiB at a time as DataFusion's scan feeds it.
     let decode_pbg = || -> Vec<RecordBatch> {
         let all: Vec<usize> = (0..schema.fields().len()).collect();
-        let mut d = pbg::input::TextDecoder::new(schema.clone(), b';', all.len(), &all, 8192, true);
+        let begin = pbg::input::Begin::FileStart { header: true };
+        let mut d =
+            pbg::input::TextDecoder::new(schema.clone(), b';', all.len(), &all, 8192, begin);
         let mut out = Vec::new();
         for chunk in bytes.chunks(8192).chain([&[][..]]) {
             let mut rest = chunk;

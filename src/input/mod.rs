@@ -35,7 +35,7 @@ mod nested_text;
 mod runtime;
 pub mod text;
 
-pub use csv_scan::{TextCsvFormat, TextDecoder};
+pub use csv_scan::{Begin, TextCsvFormat, TextDecoder};
 pub(crate) use files::first_record;
 pub use files::{FileKind, kind_of, note_read, was_read};
 use files::{Quoting, check_files};

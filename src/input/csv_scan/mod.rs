@@ -36,7 +36,7 @@ use object_store::{GetOptions, ObjectMeta, ObjectStore};
 
 mod decoder;
 
-pub use decoder::TextDecoder;
+pub use decoder::{Begin, TextDecoder};
 
 /// DataFusion's CSV format (header, delimiter, every column as text) whose scan decodes with
 /// [`TextDecoder`]; for files that hold no `"`.
@@ -254,7 +254,7 @@ struct TextOpener {
 
 impl FileOpener for TextOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
-        // Only the range at the file's start holds the header.
+        // Only the range at the file's start holds the header (and a byte-order mark).
         let range = file
             .range
             .as_ref()
@@ -265,7 +265,13 @@ impl FileOpener for TextOpener {
             self.columns,
             &self.projection,
             self.batch_size,
-            self.has_header && range.is_none_or(|(start, _)| start == 0),
+            if range.is_none_or(|(start, _)| start == 0) {
+                Begin::FileStart {
+                    header: self.has_header,
+                }
+            } else {
+                Begin::Inside
+            },
         );
         let store = Arc::clone(&self.store);
         Ok(Box::pin(async move {
