@@ -40,6 +40,16 @@ fn lines(df: DataFrame) -> (Vec<String>, Vec<String>) {
     (names, out)
 }
 
+/// The physical plan of `df`, as `EXPLAIN` shows it.
+fn plan_of(df: &DataFrame) -> String {
+    let plan = block_on(df.clone().create_physical_plan())
+        .unwrap()
+        .unwrap();
+    datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string()
+}
+
 /// Two partition directories of unquoted `;` CSV over 10 MB each (so DataFusion splits them into
 /// byte ranges), with `\r\n`, `\n` and lone `\r` line ends, empty lines, empty fields and
 /// non-ASCII text.
@@ -87,12 +97,7 @@ fn the_scan_reads_what_datafusion_reads() {
         let ours = block_on(open(&ctx, &Input::Path(lake.clone()), b';'))
             .unwrap()
             .unwrap();
-        let plan = block_on(ours.clone().create_physical_plan())
-            .unwrap()
-            .unwrap();
-        let shown = datafusion::physical_plan::displayable(plan.as_ref())
-            .indent(true)
-            .to_string();
+        let shown = plan_of(&ours);
         assert!(shown.contains("decoder=pbg"), "{shown}");
 
         let schema = Schema::new(
@@ -141,12 +146,7 @@ fn quoted_files_keep_datafusions_decoder() {
     let df = block_on(open(&ctx, &Input::Path(path), b','))
         .unwrap()
         .unwrap();
-    let plan = block_on(df.clone().create_physical_plan())
-        .unwrap()
-        .unwrap();
-    let shown = datafusion::physical_plan::displayable(plan.as_ref())
-        .indent(true)
-        .to_string();
+    let shown = plan_of(&df);
     assert!(!shown.contains("decoder=pbg"), "{shown}");
     let (_, rows) = lines(df);
     assert_eq!(rows, ["1|x,y|", "2|z|"]);
