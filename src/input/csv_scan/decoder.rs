@@ -59,6 +59,19 @@ impl ColumnBuilder {
         // Checked when the batch is built: the offsets must fit i32.
         self.offsets.push(self.data.len() as i32);
     }
+
+    /// Takes back the last value pushed (of a record a chunk ended inside).
+    fn pop(&mut self) {
+        // A null taken back would be pushed again with the record (an empty field is empty
+        // in any chunk), but the list stays exact.
+        let row = self.offsets.len() as u32 - 2;
+        if self.nulls.last() == Some(&row) {
+            self.nulls.pop();
+        }
+        self.offsets.pop();
+        self.data
+            .truncate(self.offsets.last().map_or(0, |&o| o as usize));
+    }
 }
 
 /// Bit `i` set where `block[i]` is `delimiter`, `\n` or `\r`: four 16-byte compares (SSE2, which
@@ -139,8 +152,8 @@ pub struct TextDecoder {
     lines: usize,
     /// The start of a record that a chunk ended in the middle of.
     partial: Vec<u8>,
-    /// Field starts of the record at hand (reused: no allocation per record).
-    starts: Vec<usize>,
+    /// The output slot of each file column (`usize::MAX`: not projected).
+    slot_of: Vec<usize>,
 }
 
 impl TextDecoder {
@@ -162,6 +175,10 @@ impl TextDecoder {
             .filter(|&(c, _)| c < columns)
             .collect();
         wanted.sort_unstable();
+        let mut slot_of = vec![usize::MAX; columns];
+        for &(c, slot) in &wanted {
+            slot_of[c] = slot;
+        }
         let batch_size = batch_size.max(1);
         TextDecoder {
             schema,
@@ -179,46 +196,93 @@ impl TextDecoder {
             bom_held: Vec::new(),
             lines: 0,
             partial: Vec::new(),
-            starts: Vec::with_capacity(columns + 1),
+            slot_of,
         }
     }
 
-    /// Takes one record, `line[..len]` (no terminator, not empty), whose fields start at
-    /// `starts` (the first 0): checks its field count and appends its projected fields.
-    #[inline(always)]
-    fn record(&mut self, line: &[u8], len: usize, starts: &[usize]) -> Result<(), ArrowError> {
-        self.lines += 1;
-        // The header too must have a field for each column, as arrow checks.
-        if starts.len() != self.columns {
-            return Err(ArrowError::CsvError(format!(
-                "incorrect number of fields for line {}, expected {} got {}",
-                self.lines,
-                self.columns,
-                starts.len()
-            )));
-        }
-        if self.skip_header {
-            self.skip_header = false;
-            return Ok(());
-        }
-        for &(c, slot) in &self.wanted {
-            let end = starts.get(c + 1).map_or(len, |&s| s - 1);
-            self.builders[slot].push(line, starts[c], end);
-        }
-        self.rows += 1;
-        Ok(())
+    /// The error for a record of `fields` fields.
+    fn ragged(&self, fields: usize) -> ArrowError {
+        ArrowError::CsvError(format!(
+            "incorrect number of fields for line {}, expected {} got {}",
+            self.lines, self.columns, fields
+        ))
     }
 
-    /// Takes the record carried over from the last chunk, completed by `tail`.
+    /// Decodes the records of `buf` from `at` until the batch is full, each projected field
+    /// appended to its column as its delimiter or line end is found; returns where the first
+    /// record not taken starts (a record the chunk ends inside is taken back).
+    fn scan(&mut self, buf: &[u8], at: usize) -> Result<usize, ArrowError> {
+        let (delimiter, columns) = (self.delimiter, self.columns);
+        // The record at hand: where it starts, its field being read and where that starts.
+        let (mut record, mut field, mut start) = (at, 0usize, at);
+        let mut base = at;
+        // The delimiters and line terminators of the chunk, 64 bytes at a time.
+        while base < buf.len() {
+            let mut mask = match buf.get(base..base + 64) {
+                Some(block) => specials(block.try_into().unwrap_or(&[0; 64]), delimiter),
+                None => buf[base..].iter().enumerate().fold(0, |m, (i, &b)| {
+                    m | (((b == delimiter) | (b == b'\n') | (b == b'\r')) as u64) << i
+                }),
+            };
+            while mask != 0 {
+                let p = base + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let delimited = buf[p] == delimiter;
+                if p == record && !delimited {
+                    // An empty line, or the `\n` of `\r\n`: skipped.
+                    record = p + 1;
+                    start = p + 1;
+                    continue;
+                }
+                if field + 1 == columns && delimited || field + 1 < columns && !delimited {
+                    // Too many fields or too few: counted to the record's end for the message.
+                    self.lines += 1;
+                    let end = memchr::memchr2(b'\n', b'\r', &buf[p..]).map_or(buf.len(), |e| p + e);
+                    let fields = 1 + memchr::memchr_iter(delimiter, &buf[record..end]).count();
+                    return Err(self.ragged(fields));
+                }
+                if !self.skip_header
+                    && let Some(b) = self.builders.get_mut(self.slot_of[field])
+                {
+                    b.push(buf, start, p);
+                }
+                start = p + 1;
+                if delimited {
+                    field += 1;
+                    continue;
+                }
+                // The record's end.
+                self.lines += 1;
+                if std::mem::take(&mut self.skip_header) {
+                    // The header: checked, not a row.
+                } else {
+                    self.rows += 1;
+                }
+                field = 0;
+                record = p + 1;
+                if self.rows == self.batch_size {
+                    return Ok(record);
+                }
+            }
+            base += 64;
+        }
+        // The chunk ends inside a record: its fields are taken back.
+        if !self.skip_header {
+            for c in 0..field {
+                if let Some(b) = self.builders.get_mut(self.slot_of[c]) {
+                    b.pop();
+                }
+            }
+        }
+        Ok(record)
+    }
+
+    /// Takes the record carried over from the last chunk, completed by `tail` (no line end).
     fn carried(&mut self, tail: &[u8]) -> Result<(), ArrowError> {
         let mut record = std::mem::take(&mut self.partial);
         record.extend_from_slice(tail);
-        let mut starts = std::mem::take(&mut self.starts);
-        starts.clear();
-        starts.push(0);
-        starts.extend(memchr::memchr_iter(self.delimiter, &record).map(|d| d + 1));
-        let taken = self.record(&record, record.len(), &starts);
-        self.starts = starts;
+        record.push(b'\n');
+        let taken = self.scan(&record, 0).map(|_| ());
         record.clear();
         self.partial = record;
         taken
@@ -276,50 +340,11 @@ impl TextDecoder {
                 }
             }
         }
-        // The delimiters and line terminators of the chunk, 64 bytes at a time; the field starts
-        // of the record at hand are collected (relative to `record`) until its end.
-        let mut starts = std::mem::take(&mut self.starts);
-        starts.clear();
-        starts.push(0);
-        let mut record = at;
-        let mut result = Ok(());
-        let mut base = at;
-        'scan: while base < buf.len() {
-            let mut mask = match buf.get(base..base + 64) {
-                Some(block) => specials(block.try_into().unwrap_or(&[0; 64]), self.delimiter),
-                None => buf[base..].iter().enumerate().fold(0, |m, (i, &b)| {
-                    m | (((b == self.delimiter) | (b == b'\n') | (b == b'\r')) as u64) << i
-                }),
-            };
-            while mask != 0 {
-                let p = base + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                if buf[p] == self.delimiter {
-                    starts.push(p + 1 - record);
-                    continue;
-                }
-                // A line terminator: an empty record (an empty line, or the `\n` of `\r\n`)
-                // is skipped.
-                if p > record {
-                    result = self.record(&buf[record..], p - record, &starts);
-                    starts.truncate(1);
-                    if result.is_err() {
-                        break 'scan;
-                    }
-                }
-                record = p + 1;
-                if self.rows == self.batch_size {
-                    break 'scan;
-                }
-            }
-            base += 64;
-        }
-        self.starts = starts;
-        result?;
+        let record = self.scan(buf, at)?;
         if self.rows < self.batch_size {
             // The chunk ends inside a record (or between two): its start is kept.
             self.partial.extend_from_slice(&buf[record..]);
-            record = buf.len();
+            return Ok(buf.len());
         }
         Ok(record)
     }
