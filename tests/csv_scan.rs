@@ -213,3 +213,43 @@ fn the_rows_do_not_depend_on_the_byte_ranges() {
         assert_eq!(read(&ranged_context(&base, parts)), whole, "{parts} ranges");
     }
 }
+
+/// pbg's CSV format reads with DataFusion's own decoder whenever a setting asks for more than
+/// plain text (here comment lines): its decoder knows csv-core's defaults only.
+#[test]
+fn other_csv_settings_keep_datafusions_decoder() {
+    use datafusion::datasource::file_format::csv::CsvFormat;
+    use datafusion::datasource::listing::{
+        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.csv");
+    std::fs::write(&path, "a,b\n#note\n1,2\n").unwrap();
+    let ctx = SessionContext::new();
+    let open_with = |format: CsvFormat| {
+        let options =
+            ListingOptions::new(std::sync::Arc::new(pbg::input::TextCsvFormat::new(format)))
+                .with_file_extension(".csv");
+        let schema = Schema::new(
+            ["a", "b"]
+                .map(|n| Field::new(n, DataType::Utf8, true))
+                .to_vec(),
+        );
+        let config =
+            ListingTableConfig::new(ListingTableUrl::parse(path.to_str().unwrap()).unwrap())
+                .with_listing_options(options)
+                .with_schema(std::sync::Arc::new(schema));
+        ctx.read_table(std::sync::Arc::new(ListingTable::try_new(config).unwrap()))
+            .unwrap()
+    };
+    let plain = open_with(CsvFormat::default().with_has_header(true));
+    assert!(plan_of(&plain).contains("decoder=pbg"));
+    let comments = open_with(
+        CsvFormat::default()
+            .with_has_header(true)
+            .with_comment(Some(b'#')),
+    );
+    let shown = plan_of(&comments);
+    assert!(!shown.contains("decoder=pbg"), "{shown}");
+    assert_eq!(lines(comments).1, ["1|2|"]);
+}

@@ -102,7 +102,23 @@ impl FileFormat for TextCsvFormat {
                 .newlines_in_values
                 .unwrap_or(catalog.newlines_in_values),
         );
-        let compression = options.compression.into();
+        let compression: FileCompressionType = options.compression.into();
+        // pbg's decoder reads plain text with csv-core's defaults (what pbg opens); any other
+        // setting (for a library user's format) is planned and read as DataFusion's CSV.
+        let plain = !compression.is_compressed()
+            && options.quote == b'"'
+            && options.terminator.is_none()
+            && options.escape.is_none()
+            && options.comment.is_none()
+            && options.null_regex.is_none()
+            && options.newlines_in_values != Some(true)
+            && options.truncated_rows != Some(true);
+        if !plain {
+            let csv_conf = FileScanConfigBuilder::from(conf.clone())
+                .with_source(Arc::new(csv_source(conf.file_source.as_ref())?.clone()))
+                .build();
+            return self.csv.create_physical_plan(state, csv_conf).await;
+        }
         let batch_size = conf
             .file_source
             .downcast_ref::<TextCsvSource>()
