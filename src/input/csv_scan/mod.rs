@@ -106,6 +106,7 @@ impl FileFormat for TextCsvFormat {
         // pbg's decoder reads plain text with csv-core's defaults (what pbg opens); any other
         // setting (for a library user's format) is planned and read as DataFusion's CSV.
         let plain = !compression.is_compressed()
+            && !matches!(options.delimiter, b'\n' | b'\r' | b'"')
             && options.quote == b'"'
             && options.terminator.is_none()
             && options.escape.is_none()
