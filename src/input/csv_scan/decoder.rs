@@ -234,14 +234,15 @@ impl TextDecoder {
                     start = p + 1;
                     continue;
                 }
-                if field + 1 == columns && delimited || field + 1 < columns && !delimited {
-                    // Too many fields or too few: counted to the record's end for the message.
+                if !delimited && field + 1 != columns {
+                    // Too few fields or too many, counted at the record's end (a record that
+                    // a chunk ends inside is counted whole once carried over).
                     self.lines += 1;
-                    let end = memchr::memchr2(b'\n', b'\r', &buf[p..]).map_or(buf.len(), |e| p + e);
-                    let fields = 1 + memchr::memchr_iter(delimiter, &buf[record..end]).count();
-                    return Err(self.ragged(fields));
+                    return Err(self.ragged(field + 1));
                 }
-                if !self.skip_header
+                // Fields past the last column are only counted.
+                if field < columns
+                    && !self.skip_header
                     && let Some(b) = self.builders.get_mut(self.slot_of[field])
                 {
                     b.push(buf, start, p);
@@ -268,7 +269,7 @@ impl TextDecoder {
         }
         // The chunk ends inside a record: its fields are taken back.
         if !self.skip_header {
-            for c in 0..field {
+            for c in 0..field.min(self.columns) {
                 if let Some(b) = self.builders.get_mut(self.slot_of[c]) {
                     b.pop();
                 }
@@ -551,6 +552,15 @@ mod tests {
         );
         let e = ours(b"a;b\n1;2\n3;4;5\n", 2, &[1], 8, 100).unwrap_err();
         assert!(e.to_string().contains("line 3, expected 2 got 3"), "{e}");
+        // Counted whole wherever the chunks end (a third attack found a record that a chunk
+        // ended inside counted only up to that end).
+        for piece in 1..20 {
+            let e = ours(b"a;b\n1;2\nx;yyyyyy;1;2;3\n", 2, &[0, 1], 8, piece).unwrap_err();
+            assert!(
+                e.to_string().contains("line 3, expected 2 got 5"),
+                "{piece}: {e}"
+            );
+        }
         let e = ours(b"a;b\n1;2\n3;\xff\n", 2, &[0, 1], 8, 100).unwrap_err();
         assert!(
             e.to_string()
