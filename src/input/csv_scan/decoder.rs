@@ -107,7 +107,13 @@ fn specials(block: &[u8; 64], delimiter: u8) -> u64 {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn specials(block: &[u8; 64], delimiter: u8) -> u64 {
-    block.iter().enumerate().fold(0, |mask, (i, &b)| {
+    specials_of(block, delimiter)
+}
+
+/// Bit `i` set where `bytes[i]` is `delimiter`, `\n` or `\r`, byte by byte (`bytes`: at most
+/// 64, the end of a chunk).
+fn specials_of(bytes: &[u8], delimiter: u8) -> u64 {
+    bytes.iter().enumerate().fold(0, |mask, (i, &b)| {
         mask | (((b == delimiter) | (b == b'\n') | (b == b'\r')) as u64) << i
     })
 }
@@ -136,8 +142,6 @@ pub struct TextDecoder {
     delimiter: u8,
     /// Fields every record must have (the file's columns).
     columns: usize,
-    /// The projected file columns and their output slots, by file column.
-    wanted: Vec<(usize, usize)>,
     builders: Vec<ColumnBuilder>,
     batch_size: usize,
     /// Rows in the batch being filled.
@@ -158,7 +162,7 @@ pub struct TextDecoder {
 
 impl TextDecoder {
     /// A decoder of records of `columns` fields into batches of `batch_size` rows of the
-    /// `projection` (file column indices, in output order; `schema` is their output schema),
+    /// `projection` (distinct file column indices, in output order; `schema` is their output schema),
     /// reading bytes that `begin` where it says.
     pub fn new(
         schema: SchemaRef,
@@ -168,23 +172,17 @@ impl TextDecoder {
         batch_size: usize,
         begin: Begin,
     ) -> Self {
-        let mut wanted: Vec<(usize, usize)> = projection
-            .iter()
-            .enumerate()
-            .map(|(slot, &c)| (c, slot))
-            .filter(|&(c, _)| c < columns)
-            .collect();
-        wanted.sort_unstable();
         let mut slot_of = vec![usize::MAX; columns];
-        for &(c, slot) in &wanted {
-            slot_of[c] = slot;
+        for (slot, &c) in projection.iter().enumerate() {
+            if let Some(s) = slot_of.get_mut(c) {
+                *s = slot;
+            }
         }
         let batch_size = batch_size.max(1);
         TextDecoder {
             schema,
             delimiter,
             columns,
-            wanted,
             builders: projection
                 .iter()
                 .map(|_| ColumnBuilder::new(batch_size))
@@ -220,9 +218,7 @@ impl TextDecoder {
         while base < buf.len() {
             let mut mask = match buf.get(base..base + 64) {
                 Some(block) => specials(block.try_into().unwrap_or(&[0; 64]), delimiter),
-                None => buf[base..].iter().enumerate().fold(0, |m, (i, &b)| {
-                    m | (((b == delimiter) | (b == b'\n') | (b == b'\r')) as u64) << i
-                }),
+                None => specials_of(&buf[base..], delimiter),
             };
             while mask != 0 {
                 let p = base + mask.trailing_zeros() as usize;
@@ -369,7 +365,11 @@ impl TextDecoder {
             .enumerate()
             .map(|(slot, b)| {
                 let built = std::mem::replace(b, ColumnBuilder::new(self.batch_size));
-                let field = self.wanted.iter().find(|w| w.1 == slot).map_or(0, |w| w.0) + 1;
+                let field = self
+                    .slot_of
+                    .iter()
+                    .position(|&s| s == slot)
+                    .map_or(0, |c| c + 1);
                 finish(built, first_line, field)
             })
             .collect::<Result<Vec<_>, _>>()?;
