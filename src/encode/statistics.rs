@@ -94,7 +94,7 @@ pub async fn count_combinations_with<C: Companion>(
     for c in spec {
         counted.push(input::column_index(input, &schema, &c.name)?);
     }
-    let all = companion.all_columns(&schema);
+    let all = companion.all_columns(&input::declared_schema(&schema));
     if input::is_distributed(&df) && !all {
         // On a cluster the GROUP BY distributes; only the combinations come back.
         return Ok((count_grouped(df, input, spec).await?, companion));
@@ -347,8 +347,8 @@ pub async fn statistics_with<C: Companion>(
 ) -> Result<(Dataset, C)> {
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
-        let df = input::open(ctx, &profile.input, profile.delimiter).await?;
-        let schema = df.schema().inner().clone();
+        let df = input::open_keyed(ctx, &profile.input, profile.delimiter).await?;
+        let schema = std::sync::Arc::new(input::declared_schema(df.schema().as_arrow()));
         let spec = profile_columns(profile);
         let (combos, companion) =
             count_combinations_with(df, &profile.input, &spec, companion).await?;

@@ -34,8 +34,9 @@ mod files;
 mod nested_text;
 mod runtime;
 pub mod text;
+mod words;
 
-pub use csv_scan::{Begin, TextCsvFormat, TextDecoder};
+pub use csv_scan::{Begin, TextCsvFormat, TextDecoder, keyed_type};
 pub(crate) use files::first_record;
 pub use files::{FileKind, kind_of, note_read, was_read};
 use files::{Quoting, check_files};
@@ -123,8 +124,14 @@ pub fn check_unique_columns(input: &Input, schema: &Schema) -> Result<()> {
     Ok(())
 }
 
-/// Opens a path as a listing table: Parquet as written, CSV with every column as text.
-async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<DataFrame> {
+/// Opens a path as a listing table: Parquet as written, CSV with every column as text (keyed as
+/// read if `keyed` and pbg's scan decodes the files, see [`open_keyed`]).
+async fn open_path(
+    ctx: &SessionContext,
+    path: &Path,
+    delimiter: u8,
+    keyed: bool,
+) -> Result<DataFrame> {
     let input = Input::Path(path.to_path_buf());
     let (kind, ext) = kind_of(path)?;
     let text = path.to_string_lossy();
@@ -142,13 +149,12 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
             // files share the first one's header).
             .with_schema_infer_max_rec(0)
     };
+    // Unquoted text is decoded by pbg's scan, unless the plan is to run on a cluster, whose
+    // executors know DataFusion's sources only.
+    let pbg_scan = kind == FileKind::Csv && quoting == Quoting::Unquoted && !distributed(&state);
     let format: Arc<dyn FileFormat> = match kind {
         FileKind::Parquet => Arc::new(ParquetFormat::default()),
-        // Unquoted text is decoded by pbg's scan, unless the plan is to run on a cluster, whose
-        // executors know DataFusion's sources only.
-        FileKind::Csv if quoting == Quoting::Unquoted && !distributed(&state) => {
-            Arc::new(TextCsvFormat::new(csv()))
-        }
+        FileKind::Csv if pbg_scan => Arc::new(TextCsvFormat::new(csv())),
         FileKind::Csv => Arc::new(csv()),
     };
     let options = ListingOptions::new(format).with_file_extension(ext);
@@ -168,7 +174,14 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
             schema
                 .fields()
                 .iter()
-                .map(|f| Field::new(f.name(), DataType::Utf8, true))
+                .map(|f| match keyed && pbg_scan {
+                    true => Field::new(f.name(), keyed_type(), true).with_metadata(
+                        [(KEYED.to_string(), "true".to_string())]
+                            .into_iter()
+                            .collect(),
+                    ),
+                    false => Field::new(f.name(), DataType::Utf8, true),
+                })
                 .collect::<Vec<_>>(),
         )),
     };
@@ -203,8 +216,45 @@ async fn open_path(ctx: &SessionContext, path: &Path, delimiter: u8) -> Result<D
 /// Opens `input` in `ctx` as a DataFrame over all its columns. Nothing is read but metadata (and,
 /// for CSV, the header).
 pub async fn open(ctx: &SessionContext, input: &Input, delimiter: u8) -> Result<DataFrame> {
+    open_as(ctx, input, delimiter, false).await
+}
+
+/// The field metadata marking a column that [`open_keyed`] has pbg's scan key as it reads.
+const KEYED: &str = "pbg.keyed_text";
+
+/// [`open`] for a pass that takes every value by its text alone (statistics, verification): the
+/// columns of unquoted CSV files come keyed by pbg's decoder as it reads them ([`keyed_type`],
+/// what [`text::text_column`] makes of any text column), which saves copying each value and
+/// hashing it again. The values are the same texts; [`declared_schema`] gives the table's schema
+/// as [`open`] has it.
+pub async fn open_keyed(ctx: &SessionContext, input: &Input, delimiter: u8) -> Result<DataFrame> {
+    open_as(ctx, input, delimiter, true).await
+}
+
+/// `schema` with the columns that [`open_keyed`] keys shown as the text they are (`Utf8`).
+pub fn declared_schema(schema: &Schema) -> Schema {
+    Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| match f.metadata().contains_key(KEYED) {
+                true => Arc::new(Field::new(f.name(), DataType::Utf8, f.is_nullable())),
+                false => Arc::clone(f),
+            })
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    )
+}
+
+/// [`open`], or [`open_keyed`] if `keyed`.
+async fn open_as(
+    ctx: &SessionContext,
+    input: &Input,
+    delimiter: u8,
+    keyed: bool,
+) -> Result<DataFrame> {
     let df = match input {
-        Input::Path(p) => open_path(ctx, p, delimiter).await?,
+        Input::Path(p) => open_path(ctx, p, delimiter, keyed).await?,
         Input::Table(t) => {
             // A name as registered (dots and all), else as SQL reads it (`schema.table`).
             let bare = ctx

@@ -11,6 +11,7 @@ use arrow::array::{
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, ToByteSlice, UInt32Type};
 
+use super::words::{TextWords, WordTable, buffer_words, inline_words, long_words};
 use crate::error::Result;
 
 /// A batch column as dictionary keys into its distinct text forms (the same text as a cast of
@@ -98,138 +99,23 @@ fn view_strings(
     })
 }
 
-/// A text's identity for hashing: its length, its first 8 bytes (zero-filled below 8 bytes),
-/// above 16 bytes its next 8 (else 0) and above 8 bytes its last 8 (else 0). Two texts of at
-/// most [`EXACT_BYTES`] are equal exactly when their words are.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct TextWords {
-    head: u64,
-    mid: u64,
-    tail: u64,
-    len: usize,
-}
-
-/// The longest text the words identify whole (longer ones are confirmed byte for byte).
-const EXACT_BYTES: usize = 24;
-
-impl TextWords {
-    /// The words of `text`, byte by byte (the reference the buffer reads must equal).
-    fn of(text: &[u8]) -> Self {
-        let mut head = [0u8; 8];
-        let n = text.len().min(8);
-        head[..n].copy_from_slice(&text[..n]);
-        let mut mid = [0u8; 8];
-        if text.len() > 16 {
-            mid.copy_from_slice(&text[8..16]);
-        }
-        let mut tail = [0u8; 8];
-        if text.len() > 8 {
-            tail.copy_from_slice(&text[text.len() - 8..]);
-        }
-        TextWords {
-            head: u64::from_le_bytes(head),
-            mid: u64::from_le_bytes(mid),
-            tail: u64::from_le_bytes(tail),
-            len: text.len(),
-        }
-    }
-}
-
-/// The 8 bytes of `text` from `at` as a little-endian word (`at + 8 <= text.len()`).
-#[inline(always)]
-fn word(text: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(text[at..at + 8].try_into().unwrap_or([0; 8]))
-}
-
-/// The mask keeping the first `len` bytes of a word (all of it from 8 bytes on).
-#[inline(always)]
-fn head_mask(len: usize) -> u64 {
-    if len >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * (len & 7))) - 1
-    }
-}
-
-/// The words of `data[start..end]`, read as three whole words of the buffer and masked (no
-/// branch on the length) unless a read would cross one of the buffer's ends.
-#[inline(always)]
-fn buffer_words(data: &[u8], start: usize, end: usize) -> TextWords {
-    let len = end - start;
-    if start + 16 > data.len() || end < 8 {
-        return TextWords::of(&data[start..end]);
-    }
-    TextWords {
-        head: word(data, start) & head_mask(len),
-        mid: word(data, start + 8) & if len > 16 { u64::MAX } else { 0 },
-        tail: word(data, end - 8) & if len > 8 { u64::MAX } else { 0 },
-        len,
-    }
-}
-
-/// The words of a text of `len` <= 12 bytes held inline in its Utf8View `view` (length in the
-/// low 4 bytes, the text in the next 12). Arrow's validation refuses non-zero padding, but an
-/// array imported unchecked (FFI) need not have been validated: the padding is masked out.
-#[inline(always)]
-fn inline_words(view: u128, len: usize) -> TextWords {
-    let text = view >> 32;
-    TextWords {
-        head: text as u64 & head_mask(len),
-        mid: 0,
-        // Bytes len-8..len, for a text over 8 bytes.
-        tail: if len > 8 {
-            (text >> (8 * (len.saturating_sub(8) & 7))) as u64
-        } else {
-            0
-        },
-        len,
-    }
-}
-
-/// The words of a text of more than 8 bytes, read as whole words.
-#[inline(always)]
-fn long_words(text: &[u8]) -> TextWords {
-    let len = text.len();
-    if len <= 8 {
-        return TextWords::of(text);
-    }
-    TextWords {
-        head: word(text, 0),
-        mid: if len > 16 { word(text, 8) } else { 0 },
-        tail: word(text, len - 8),
-        len,
-    }
-}
-
-/// An open-addressing table from the texts of one string array to keys numbered in order of
-/// first appearance. Slots hold the words and the key; texts over 24 bytes are confirmed byte
-/// for byte against the row that first held them. The hash folds each pair of words through a
-/// multiply with its own random seeds (drawn per table), so that no input can choose
-/// collisions: with the words merely combined by xor, crafted texts sharing one combination
-/// made every lookup walk the whole batch.
+/// The texts of one string array as keys numbered in order of first appearance, through a
+/// [`WordTable`]; texts over 24 bytes are confirmed byte for byte against the row that first
+/// held them.
 struct ShortTextTable<A> {
     column: A,
-    /// (words, key + 1); key 0 marks an empty slot.
-    slots: Vec<(TextWords, u32)>,
+    table: WordTable,
     /// The row where each distinct text first appears, by key.
     firsts: Vec<usize>,
-    seed: [u64; 4],
 }
 
 impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
     /// An empty table over `column`, with fresh random seeds.
     fn new(column: A) -> Self {
-        let state = ahash::RandomState::new();
-        Self::with_seed(column, [1u64, 2, 3, 4].map(|i| state.hash_one(i)))
-    }
-
-    /// An empty table over `column` hashing with `seed`.
-    fn with_seed(column: A, seed: [u64; 4]) -> Self {
         ShortTextTable {
             column,
-            slots: vec![(TextWords::default(), 0); 64],
+            table: WordTable::new(),
             firsts: Vec::new(),
-            seed,
         }
     }
 
@@ -247,93 +133,19 @@ impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
             if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
                 continue;
             }
-            *key = self.key(words(row), row)?;
+            let (column, firsts) = (&self.column, &self.firsts);
+            let (k, new) = self.table.key(words(row), |k| {
+                column.value(firsts[k as usize]) == column.value(row)
+            })?;
+            if new {
+                self.firsts.push(row);
+            }
+            *key = k;
         }
         Ok(TextColumn {
             keys: UInt32Array::new(keys.into(), nulls),
             values: self.into_values()?,
         })
-    }
-
-    /// The slot hash of a text's words.
-    #[inline]
-    fn hash(&self, w: TextWords) -> u64 {
-        let fold = |a: u64, b: u64| {
-            let p = a as u128 * b as u128;
-            ((p >> 64) as u64) ^ (p as u64)
-        };
-        let s = self.seed;
-        // Each pair of words through its own seeded multiply, then the two through a third.
-        let a = fold(w.head ^ s[0], w.mid ^ s[1]);
-        let b = fold(w.tail ^ s[2], w.len as u64 ^ s[3]);
-        fold(a ^ s[3], b ^ s[0])
-    }
-
-    /// The key of the text of `row`, whose words are `words`, numbering it next if it is new.
-    #[inline(always)]
-    fn key(
-        &mut self,
-        words: TextWords,
-        row: usize,
-    ) -> std::result::Result<u32, arrow::error::ArrowError> {
-        let mask = self.slots.len() - 1;
-        let mut i = self.hash(words) as usize & mask;
-        loop {
-            let (w, k) = self.slots[i];
-            // One test for the three words (an empty slot's words are the empty text's).
-            let same = (w.head ^ words.head)
-                | (w.mid ^ words.mid)
-                | (w.tail ^ words.tail)
-                | (w.len ^ words.len) as u64;
-            if same == 0 && k != 0 && (words.len <= EXACT_BYTES || self.same_text(k - 1, row)) {
-                return Ok(k - 1);
-            }
-            if k == 0 {
-                return self.insert(i, words, row);
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// Whether `row` holds the text numbered `key`, byte for byte.
-    #[inline(never)]
-    fn same_text(&self, key: u32, row: usize) -> bool {
-        self.column.value(self.firsts[key as usize]) == self.column.value(row)
-    }
-
-    /// Numbers the text of `row` next, in the empty slot `i` its probe ended on.
-    #[inline(never)]
-    fn insert(
-        &mut self,
-        i: usize,
-        words: TextWords,
-        row: usize,
-    ) -> std::result::Result<u32, arrow::error::ArrowError> {
-        let key = u32::try_from(self.firsts.len())
-            .ok()
-            .filter(|&k| k < u32::MAX)
-            .ok_or(arrow::error::ArrowError::DictionaryKeyOverflowError)?;
-        self.slots[i] = (words, key + 1);
-        self.firsts.push(row);
-        // A quarter full at most: few probes go past their first slot.
-        if self.firsts.len() * 4 > self.slots.len() {
-            self.grow();
-        }
-        Ok(key)
-    }
-
-    /// Doubles the slots, placing every text again.
-    fn grow(&mut self) {
-        let old = std::mem::take(&mut self.slots);
-        self.slots = vec![(TextWords::default(), 0); old.len() * 2];
-        let mask = self.slots.len() - 1;
-        for (w, k) in old.into_iter().filter(|s| s.1 != 0) {
-            let mut i = self.hash(w) as usize & mask;
-            while self.slots[i].1 != 0 {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = (w, k);
-        }
     }
 
     /// The distinct texts in key order.
@@ -513,27 +325,6 @@ mod tests {
                 let t = text_column(c).unwrap();
                 prop_assert_eq!(texts(&t), want.clone());
                 prop_assert_eq!(&t.values, &cast_values);
-            }
-        }
-
-        /// Texts crafted to collide under an xor of their words (one length, one last word, one
-        /// `head ^ mid`) spread over the table like any others, whatever the seeds.
-        #[test]
-        fn crafted_texts_do_not_collide(seed in proptest::array::uniform4(any::<u64>()), base in any::<u64>()) {
-            let empty = StringArray::from(Vec::<&str>::new());
-            let table = ShortTextTable::with_seed(&empty, seed);
-            let slots = 4096u64;
-            for rotation in [0, 29] {
-                let mut used = std::collections::HashMap::new();
-                for m in 0..1024u64 {
-                    let mid = m.wrapping_mul(0x0101_0101_0101_0101) ^ base;
-                    let head = base ^ mid.rotate_left(rotation);
-                    let w = TextWords { head, mid, tail: 7, len: 24 };
-                    *used.entry(table.hash(w) % slots).or_insert(0u32) += 1;
-                }
-                // 1024 random keys in 4096 slots: about 900 distinct slots, none hit by many.
-                prop_assert!(used.len() > 800, "{} slots", used.len());
-                prop_assert!(used.values().all(|&n| n <= 8));
             }
         }
 

@@ -7,6 +7,11 @@
 //! into its column. Arrow's decoder runs csv-core's byte-at-a-time state machine, copies every
 //! field (projected or not) into a row buffer, and copies it again into the column.
 //!
+//! A column the output schema declares `Dictionary(UInt32, Utf8)` ([`keyed_type`]) is keyed as it
+//! is read: each field is looked up in a table of the batch's distinct texts and only its key is
+//! kept. pbg's passes key every text column anyway (to count and compare values); keying in the
+//! decoder saves copying each value and reading it again.
+//!
 //! The rules are arrow's (csv-core's defaults): `\n`, `\r` and `\r\n` end a record, empty lines are
 //! skipped, an empty field is null, a record with another number of fields is an error naming its
 //! line (counted from the start of the byte range, the header included), and so is text that is
@@ -14,14 +19,76 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanBufferBuilder, RecordBatch, StringArray};
+use arrow::array::{
+    ArrayRef, BooleanBufferBuilder, DictionaryArray, RecordBatch, StringArray, UInt32Array,
+};
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
 use arrow::error::ArrowError;
 
-/// One projected column being filled: offsets into its bytes, its bytes and its null rows.
+use crate::input::words::{WordTable, buffer_words};
+
+/// One projected column being filled, as the output schema declares it: `Utf8` text, or text
+/// keyed as it is read (`Dictionary(UInt32, Utf8)`).
 #[derive(Debug)]
-struct ColumnBuilder {
+enum ColumnBuilder {
+    Text(TextBuilder),
+    Keyed(KeyedBuilder),
+}
+
+impl ColumnBuilder {
+    /// An empty column of `data_type` with room for `rows` values.
+    fn new(data_type: &DataType, rows: usize) -> Self {
+        if *data_type == keyed_type() {
+            ColumnBuilder::Keyed(KeyedBuilder::new(rows))
+        } else {
+            ColumnBuilder::Text(TextBuilder::new(rows))
+        }
+    }
+
+    /// Appends the field `line[start..end]`.
+    #[inline(always)]
+    fn push(&mut self, line: &[u8], start: usize, end: usize) {
+        match self {
+            ColumnBuilder::Text(b) => b.push(line, start, end),
+            ColumnBuilder::Keyed(b) => b.push(line, start, end),
+        }
+    }
+
+    /// Takes back the last value pushed (of a record a chunk ended inside).
+    fn pop(&mut self) {
+        match self {
+            ColumnBuilder::Text(b) => b.pop(),
+            ColumnBuilder::Keyed(b) => b.pop(),
+        }
+    }
+
+    /// The column filled so far as an array (its rows from line `first_line`, file column
+    /// `field`, counted from 1), leaving the builder empty, with room for `rows` values.
+    fn finish(
+        &mut self,
+        rows: usize,
+        first_line: usize,
+        field: usize,
+    ) -> Result<ArrayRef, ArrowError> {
+        match self {
+            ColumnBuilder::Text(b) => {
+                std::mem::replace(b, TextBuilder::new(rows)).finish(first_line, field)
+            }
+            ColumnBuilder::Keyed(b) => b.finish(first_line, field),
+        }
+    }
+}
+
+/// The type of a column the decoder keys as it reads: what pbg's passes make of any text column
+/// ([`crate::input::text::text_column`]), without copying each value and hashing it again.
+pub fn keyed_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+}
+
+/// A `Utf8` column being filled: offsets into its bytes, its bytes and its null rows.
+#[derive(Debug)]
+struct TextBuilder {
     offsets: Vec<i32>,
     data: Vec<u8>,
     /// Rows whose field is empty (null, as arrow reads an empty field): few, so kept as a list
@@ -29,12 +96,12 @@ struct ColumnBuilder {
     nulls: Vec<u32>,
 }
 
-impl ColumnBuilder {
+impl TextBuilder {
     /// An empty column with room for `rows` values.
     fn new(rows: usize) -> Self {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
-        ColumnBuilder {
+        TextBuilder {
             offsets,
             data: Vec::with_capacity(rows * 8),
             nulls: Vec::new(),
@@ -60,7 +127,7 @@ impl ColumnBuilder {
         self.offsets.push(self.data.len() as i32);
     }
 
-    /// Takes back the last value pushed (of a record a chunk ended inside).
+    /// Takes back the last value pushed.
     fn pop(&mut self) {
         // A null taken back would be pushed again with the record (an empty field is empty
         // in any chunk), but the list stays exact.
@@ -72,6 +139,175 @@ impl ColumnBuilder {
         self.data
             .truncate(self.offsets.last().map_or(0, |&o| o as usize));
     }
+
+    /// The column as a string array: its bytes checked to be UTF-8 with every value starting on
+    /// a character (so each value is UTF-8 on its own), its offsets to fit i32.
+    fn finish(self, first_line: usize, field: usize) -> Result<ArrayRef, ArrowError> {
+        let rows = self.offsets.len() - 1;
+        let nulls = null_buffer(&self.nulls, rows);
+        let (offsets, data) = text_buffers(self.offsets, self.data, first_line, field)?;
+        // `try_new` checks that the bytes are UTF-8 and that every value starts on a character
+        // (so that each value is UTF-8 on its own); only a failure is looked at again, to name
+        // its line.
+        match StringArray::try_new(offsets.clone(), data.clone(), nulls) {
+            Ok(array) => Ok(Arc::new(array)),
+            Err(_) => {
+                let value = invalid_value(&offsets, &data);
+                Err(invalid_text(first_line + value, field))
+            }
+        }
+    }
+}
+
+/// A column keyed as it is read: each field is looked up by its words in a [`WordTable`] and
+/// only its key is kept; a text is copied once per batch, when first met. The keys are numbered
+/// in order of first appearance, as [`crate::input::text::text_column`] numbers them.
+#[derive(Debug)]
+struct KeyedBuilder {
+    keys: Vec<u32>,
+    /// Rows whose field is empty (null).
+    nulls: Vec<u32>,
+    table: WordTable,
+    /// The distinct texts in key order: offsets into their bytes.
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+    /// Whether a batch held more distinct texts than keys can number.
+    overflow: bool,
+}
+
+impl KeyedBuilder {
+    /// An empty column with room for `rows` keys.
+    fn new(rows: usize) -> Self {
+        KeyedBuilder {
+            keys: Vec::with_capacity(rows),
+            nulls: Vec::new(),
+            table: WordTable::new(),
+            offsets: vec![0],
+            data: Vec::new(),
+            overflow: false,
+        }
+    }
+
+    /// Appends the key of the field `line[start..end]`, numbering its text if it is new.
+    #[inline(always)]
+    fn push(&mut self, line: &[u8], start: usize, end: usize) {
+        if start == end {
+            self.nulls.push(self.keys.len() as u32);
+            self.keys.push(0);
+            return;
+        }
+        let (offsets, data) = (&self.offsets, &self.data);
+        let text = &line[start..end];
+        let found = self.table.key(buffer_words(line, start, end), |k| {
+            let k = k as usize;
+            data.get(offsets[k] as usize..offsets[k + 1] as usize) == Some(text)
+        });
+        let key = match found {
+            Ok((key, new)) => {
+                if new {
+                    self.data.extend_from_slice(text);
+                    // Checked when the batch is built: the offsets must fit i32.
+                    self.offsets.push(self.data.len() as i32);
+                }
+                key
+            }
+            Err(_) => {
+                self.overflow = true;
+                0
+            }
+        };
+        self.keys.push(key);
+    }
+
+    /// Takes back the last key pushed. Its text stays numbered: the record it belongs to is
+    /// decoded again into the same batch, where it is met first again.
+    fn pop(&mut self) {
+        let row = self.keys.len() as u32 - 1;
+        if self.nulls.last() == Some(&row) {
+            self.nulls.pop();
+        }
+        self.keys.pop();
+    }
+
+    /// The column as a dictionary of its distinct texts, checked to be UTF-8 each (so every row,
+    /// which holds one of them byte for byte, is), leaving the builder empty with its room.
+    fn finish(&mut self, first_line: usize, field: usize) -> Result<ArrayRef, ArrowError> {
+        if self.overflow {
+            return Err(ArrowError::CsvError(format!(
+                "field {field} holds more distinct values than a batch from line {first_line} can number"
+            )));
+        }
+        let rows = self.keys.len();
+        let nulls = null_buffer(&std::mem::take(&mut self.nulls), rows);
+        let keys = std::mem::replace(&mut self.keys, Vec::with_capacity(rows));
+        let (offsets, data) = text_buffers(
+            std::mem::replace(&mut self.offsets, vec![0]),
+            std::mem::take(&mut self.data),
+            first_line,
+            field,
+        )?;
+        self.table.clear();
+        let values = match StringArray::try_new(offsets.clone(), data.clone(), None) {
+            Ok(values) => values,
+            Err(_) => {
+                // The first row holding a text that is not UTF-8: texts are numbered in order
+                // of first appearance, so the first such text's first row.
+                let bad = invalid_value(&offsets, &data) as u32;
+                let row = (0..rows)
+                    .find(|&r| keys[r] == bad && nulls.as_ref().is_none_or(|n| n.is_valid(r)))
+                    .unwrap_or(0);
+                return Err(invalid_text(first_line + row, field));
+            }
+        };
+        let keys = UInt32Array::new(keys.into(), nulls);
+        Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
+            keys,
+            Arc::new(values),
+        )?))
+    }
+}
+
+/// The null buffer of a column of `rows` rows whose `nulls` rows are null (none if there are
+/// none).
+fn null_buffer(nulls: &[u32], rows: usize) -> Option<NullBuffer> {
+    (!nulls.is_empty()).then(|| {
+        let mut valid = BooleanBufferBuilder::new(rows);
+        valid.append_n(rows, true);
+        for &r in nulls {
+            valid.set_bit(r as usize, false);
+        }
+        NullBuffer::new(valid.finish())
+    })
+}
+
+/// Text offsets and bytes as arrow buffers, the bytes checked to fit i32 offsets.
+fn text_buffers(
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+    first_line: usize,
+    field: usize,
+) -> Result<(OffsetBuffer<i32>, arrow::buffer::Buffer), ArrowError> {
+    if data.len() > i32::MAX as usize {
+        return Err(ArrowError::CsvError(format!(
+            "the text of field {field} in the batch from line {first_line} exceeds 2 GiB"
+        )));
+    }
+    Ok((OffsetBuffer::new(ScalarBuffer::from(offsets)), data.into()))
+}
+
+/// The index of the first value that is not UTF-8 on its own.
+fn invalid_value(offsets: &[i32], data: &[u8]) -> usize {
+    offsets
+        .windows(2)
+        .position(|w| std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_err())
+        .unwrap_or(0)
+}
+
+/// The error for text that is not UTF-8 at `line`, file column `field` (arrow's words).
+fn invalid_text(line: usize, field: usize) -> ArrowError {
+    ArrowError::CsvError(format!(
+        "Encountered invalid UTF-8 data for line {line} and field {field}"
+    ))
 }
 
 /// Bit `i` set where `block[i]` is `delimiter`, `\n` or `\r`: four 16-byte compares (SSE2, which
@@ -134,10 +370,11 @@ pub enum Begin {
     Inside,
 }
 
-/// Decodes unquoted CSV text into record batches of the projected columns, as text.
+/// Decodes unquoted CSV text into record batches of the projected columns, as text or keyed text.
 #[derive(Debug)]
 pub struct TextDecoder {
-    /// Output schema: the projected columns, all `Utf8`.
+    /// Output schema: the projected columns, each `Utf8` or [`keyed_type`] (any other type is
+    /// decoded as `Utf8`, which the batch then refuses).
     schema: SchemaRef,
     delimiter: u8,
     /// Fields every record must have (the file's columns).
@@ -179,14 +416,16 @@ impl TextDecoder {
             }
         }
         let batch_size = batch_size.max(1);
+        let builders = schema
+            .fields()
+            .iter()
+            .map(|f| ColumnBuilder::new(f.data_type(), batch_size))
+            .collect();
         TextDecoder {
             schema,
             delimiter,
             columns,
-            builders: projection
-                .iter()
-                .map(|_| ColumnBuilder::new(batch_size))
-                .collect(),
+            builders,
             batch_size,
             rows: 0,
             skip_header: begin == Begin::FileStart { header: true },
@@ -364,58 +603,17 @@ impl TextDecoder {
             .iter_mut()
             .enumerate()
             .map(|(slot, b)| {
-                let built = std::mem::replace(b, ColumnBuilder::new(self.batch_size));
                 let field = self
                     .slot_of
                     .iter()
                     .position(|&s| s == slot)
                     .map_or(0, |c| c + 1);
-                finish(built, first_line, field)
+                b.finish(self.batch_size, first_line, field)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
         RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options).map(Some)
     }
-}
-
-/// A filled column as a string array: its bytes checked to be UTF-8 with every value starting on
-/// a character (so each value is UTF-8 on its own), its offsets to fit i32.
-fn finish(b: ColumnBuilder, first_line: usize, field: usize) -> Result<ArrayRef, ArrowError> {
-    if b.data.len() > i32::MAX as usize {
-        return Err(ArrowError::CsvError(format!(
-            "the text of field {field} in the batch from line {first_line} exceeds 2 GiB"
-        )));
-    }
-    let rows = b.offsets.len() - 1;
-    let nulls = (!b.nulls.is_empty()).then(|| {
-        let mut valid = BooleanBufferBuilder::new(rows);
-        valid.append_n(rows, true);
-        for &r in &b.nulls {
-            valid.set_bit(r as usize, false);
-        }
-        NullBuffer::new(valid.finish())
-    });
-    let offsets = OffsetBuffer::new(ScalarBuffer::from(b.offsets));
-    // `try_new` checks that the bytes are UTF-8 and that every value starts on a character
-    // (so that each value is UTF-8 on its own); only a failure is looked at again, to name its
-    // line.
-    let data: arrow::buffer::Buffer = b.data.into();
-    match StringArray::try_new(offsets.clone(), data.clone(), nulls) {
-        Ok(array) => Ok(Arc::new(array)),
-        Err(_) => Err(invalid_text(&offsets, &data, first_line, field)),
-    }
-}
-
-/// The error naming the first value of a column that is not UTF-8 on its own.
-fn invalid_text(offsets: &[i32], data: &[u8], first_line: usize, field: usize) -> ArrowError {
-    let value = offsets
-        .windows(2)
-        .position(|w| std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_err())
-        .unwrap_or(0);
-    ArrowError::CsvError(format!(
-        "Encountered invalid UTF-8 data for line {} and field {field}",
-        first_line + value
-    ))
 }
 
 #[cfg(test)]
@@ -434,7 +632,28 @@ mod tests {
         batch: usize,
         piece: usize,
     ) -> Result<Vec<RecordBatch>, ArrowError> {
-        let schema = schema_of(projection);
+        ours_keyed(bytes, columns, projection, batch, piece, &[])
+    }
+
+    /// [`ours`] with the output columns whose flag in `keyed` is set keyed as read.
+    fn ours_keyed(
+        bytes: &[u8],
+        columns: usize,
+        projection: &[usize],
+        batch: usize,
+        piece: usize,
+        keyed: &[bool],
+    ) -> Result<Vec<RecordBatch>, ArrowError> {
+        let schema = Arc::new(Schema::new(
+            projection
+                .iter()
+                .enumerate()
+                .map(|(slot, c)| match keyed.get(slot) {
+                    Some(true) => Field::new(format!("c{c}"), keyed_type(), true),
+                    _ => Field::new(format!("c{c}"), DataType::Utf8, true),
+                })
+                .collect::<Vec<_>>(),
+        ));
         let begin = Begin::FileStart { header: true };
         let mut d = TextDecoder::new(schema, b';', columns, projection, batch, begin);
         let mut queue: std::collections::VecDeque<&[u8]> = bytes.chunks(piece.max(1)).collect();
@@ -493,7 +712,8 @@ mod tests {
                     b.columns()
                         .iter()
                         .map(|c| {
-                            let s = c.as_string::<i32>();
+                            let text = arrow::compute::cast(c, &DataType::Utf8).unwrap();
+                            let s = text.as_string::<i32>();
                             (!s.is_null(r)).then(|| s.value(r).to_string())
                         })
                         .collect(),
@@ -590,6 +810,8 @@ mod tests {
                             "", "a", "bb", "é", "x y", "\u{7f}", "0123456789",
                             "sixteen bytes ok", "seventeen bytes!!",
                             "a value of more than sixty-four bytes, so that it spans a whole block",
+                            // Texts over 24 bytes that share the words they are hashed by.
+                            "sixteen-byte-hd-X-twelve-tail", "sixteen-byte-hd-Y-twelve-tail",
                         ]),
                         3,
                     ),
@@ -606,6 +828,7 @@ mod tests {
             piece in proptest::prop_oneof![1usize..40, 60usize..300],
             batch in 1usize..6,
             keep in proptest::collection::vec(proptest::bool::ANY, 4),
+            keyed in proptest::collection::vec(proptest::bool::ANY, 4),
         ) {
             let mut bytes = [&[0xEF, 0xBB, 0xBF][..], &[0xEF, 0xBB], b"\xEF\xBB\xBF\r\n", b"\n\n", b""]
                 [start].to_vec();
@@ -624,6 +847,29 @@ mod tests {
             let all: Vec<usize> = (0..columns).collect();
             let want = arrows(&bytes, columns, &all, batch);
             let got = ours(&bytes, columns, &projection, batch, piece);
+            // Keyed columns give the same rows and errors, each batch's texts numbered in order
+            // of first appearance with none left over (as the keying of the text would).
+            let got_keyed = ours_keyed(&bytes, columns, &projection, batch, piece, &keyed);
+            match (&got, &got_keyed) {
+                (Ok(g), Ok(k)) => {
+                    proptest::prop_assert_eq!(rows(g), rows(k));
+                    for (g, k) in g.iter().zip(k) {
+                        for (slot, c) in k.columns().iter().enumerate() {
+                            proptest::prop_assert_eq!(c.data_type(), &if keyed[slot] { keyed_type() } else { DataType::Utf8 });
+                            if keyed[slot] {
+                                use arrow::array::AsArray;
+                                // Keys within the dictionary (built unchecked).
+                                c.to_data().validate_full().unwrap();
+                                let values = c.as_dictionary::<UInt32Type>().values();
+                                let want = crate::input::text::text_column(g.column(slot)).unwrap();
+                                proptest::prop_assert_eq!(values.as_string::<i32>(), &want.values);
+                            }
+                        }
+                    }
+                }
+                (Err(g), Err(k)) => proptest::prop_assert_eq!(g.to_string(), k.to_string()),
+                (g, k) => proptest::prop_assert!(false, "text {g:?}, keyed {k:?}"),
+            }
             match (want, got) {
                 (Ok(w), Ok(g)) => {
                     let w: Vec<Vec<Option<String>>> = rows(&w)

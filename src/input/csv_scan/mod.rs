@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::{Result, Statistics};
@@ -36,7 +36,7 @@ use object_store::{GetOptions, ObjectMeta, ObjectStore};
 
 mod decoder;
 
-pub use decoder::{Begin, TextDecoder};
+pub use decoder::{Begin, TextDecoder, keyed_type};
 
 /// DataFusion's CSV format (header, delimiter, every column as text) whose scan decodes with
 /// [`TextDecoder`]; for files that hold no `"`.
@@ -103,8 +103,9 @@ impl FileFormat for TextCsvFormat {
                 .unwrap_or(catalog.newlines_in_values),
         );
         let compression: FileCompressionType = options.compression.into();
-        // pbg's decoder reads plain text with csv-core's defaults (what pbg opens); any other
-        // setting (for a library user's format) is planned and read as DataFusion's CSV.
+        // pbg's decoder reads plain text with csv-core's defaults into text or keyed text (what
+        // pbg opens); any other setting or type (for a library user's format) is planned and
+        // read as DataFusion's CSV.
         let plain = !compression.is_compressed()
             && !matches!(options.delimiter, b'\n' | b'\r' | b'"')
             && options.quote == b'"'
@@ -113,7 +114,12 @@ impl FileFormat for TextCsvFormat {
             && options.comment.is_none()
             && options.null_regex.is_none()
             && options.newlines_in_values != Some(true)
-            && options.truncated_rows != Some(true);
+            && options.truncated_rows != Some(true)
+            && conf
+                .file_schema()
+                .fields()
+                .iter()
+                .all(|f| *f.data_type() == DataType::Utf8 || *f.data_type() == keyed_type());
         if !plain {
             let csv_conf = FileScanConfigBuilder::from(conf.clone())
                 .with_source(Arc::new(csv_source(conf.file_source.as_ref())?.clone()))
