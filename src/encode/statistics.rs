@@ -366,8 +366,8 @@ pub async fn rows_in(ctx: &SessionContext, profile: &Profile) -> Result<Dataset>
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
         let ordered = input::ordered_context(ctx);
-        let df = input::open(&ordered, &profile.input, profile.delimiter).await?;
-        let schema = df.schema().inner().clone();
+        let df = input::open_keyed(&ordered, &profile.input, profile.delimiter).await?;
+        let schema = std::sync::Arc::new(input::declared_schema(df.schema().as_arrow()));
         let spec = profile_columns(profile);
         for c in &spec {
             input::column_index(&profile.input, &schema, &c.name)?;

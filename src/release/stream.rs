@@ -35,7 +35,8 @@ pub async fn write_streamed_csv(
         .map_or(64, |bytes| bytes.div_ceil(RANGE_BYTES) as usize)
         .max(threads);
     let ranged = input::ranged_context(ctx, ranges);
-    let df = input::open(&ranged, source, ev.dataset().profile.delimiter).await?;
+    // The release is made from the text of each value: keyed as read, like pass 1.
+    let df = input::open_keyed(&ranged, source, ev.dataset().profile.delimiter).await?;
     same_columns(ev, &df)?;
     let plan = df
         .create_physical_plan()
