@@ -134,7 +134,10 @@ impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
                 continue;
             }
             let (column, firsts) = (&self.column, &self.firsts);
-            let (k, new) = self.table.key(words(row), |k| {
+            let words = self
+                .table
+                .words(words(row), || column.value(row).as_bytes());
+            let (k, new) = self.table.key(words, |k| {
                 column.value(firsts[k as usize]) == column.value(row)
             })?;
             if new {

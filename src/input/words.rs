@@ -10,7 +10,9 @@ use arrow::error::ArrowError;
 
 /// A text's identity for hashing: its length, its first 8 bytes (zero-filled below 8 bytes),
 /// above 16 bytes its next 8 (else 0) and above 8 bytes its last 8 (else 0). Two texts of at
-/// most [`EXACT_BYTES`] are equal exactly when their words are.
+/// most [`EXACT_BYTES`] are equal exactly when their words are. A longer text's middle word is
+/// replaced by a seeded hash of all its bytes ([`WordTable::long_words`]), so that texts which
+/// differ only inside (URLs, paths) do not share a slot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TextWords {
     pub(crate) head: u64,
@@ -116,7 +118,9 @@ pub(crate) fn long_words(text: &[u8]) -> TextWords {
 /// byte for byte against the text first numbered. The hash folds each pair of words through a
 /// multiply with its own random seeds (drawn per table), so that no input can choose collisions:
 /// with the words merely combined by xor, crafted texts sharing one combination made every
-/// lookup walk the whole batch.
+/// lookup walk the whole batch; and a text over [`EXACT_BYTES`] has all its bytes in its words
+/// (see [`WordTable::long_words`]): with only its first 16 and last 8, URLs differing inside
+/// shared one slot and a batch of them took a quadratic number of comparisons.
 #[derive(Debug, Clone)]
 pub(crate) struct WordTable {
     /// (words, key + 1); key 0 marks an empty slot.
@@ -147,6 +151,37 @@ impl WordTable {
         if self.len > 0 {
             self.slots.fill((TextWords::default(), 0));
             self.len = 0;
+        }
+    }
+
+    /// `words` of `text` as the table hashes them: a text over [`EXACT_BYTES`] gets a seeded
+    /// hash of all its bytes as its middle word (the words of shorter texts are exact and kept).
+    #[inline(always)]
+    pub(crate) fn words<'t>(&self, words: TextWords, text: impl FnOnce() -> &'t [u8]) -> TextWords {
+        if words.len <= EXACT_BYTES {
+            return words;
+        }
+        self.long_words(words, text())
+    }
+
+    /// `words` of a text over [`EXACT_BYTES`] with its middle word a seeded hash of every byte.
+    #[inline(never)]
+    fn long_words(&self, words: TextWords, text: &[u8]) -> TextWords {
+        let s = self.seed;
+        let fold = |a: u64, b: u64| {
+            let p = a as u128 * b as u128;
+            ((p >> 64) as u64) ^ (p as u64)
+        };
+        let mut h = s[1];
+        let mut chunks = text.chunks_exact(8);
+        for c in &mut chunks {
+            h = fold(h ^ u64::from_le_bytes(c.try_into().unwrap_or([0; 8])), s[2]);
+        }
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        TextWords {
+            mid: fold(h ^ u64::from_le_bytes(last), s[3]),
+            ..words
         }
     }
 
@@ -248,6 +283,27 @@ mod tests {
                 prop_assert!(used.len() > 800, "{} slots", used.len());
                 prop_assert!(used.values().all(|&n| n <= 8));
             }
+        }
+
+        /// Texts over 24 bytes that differ only between their first 16 and last 8 bytes (URLs,
+        /// paths: the attack found a batch of them quadratic) spread over the table like any
+        /// others, whatever the seeds; their bare words would all share one slot.
+        #[test]
+        fn long_texts_differing_inside_do_not_collide(seed in proptest::array::uniform4(any::<u64>())) {
+            let table = WordTable::with_seed(seed);
+            let slots = 4096u64;
+            let mut used = std::collections::HashMap::new();
+            let mut bare = std::collections::HashSet::new();
+            for m in 0..1024u64 {
+                let text = format!("https://example.org/patients/{m:07}/record.html");
+                let words = TextWords::of(text.as_bytes());
+                bare.insert(table.hash(words));
+                let words = table.words(words, || text.as_bytes());
+                *used.entry(table.hash(words) % slots).or_insert(0u32) += 1;
+            }
+            prop_assert_eq!(bare.len(), 1);
+            prop_assert!(used.len() > 800, "{} slots", used.len());
+            prop_assert!(used.values().all(|&n| n <= 8));
         }
     }
 }

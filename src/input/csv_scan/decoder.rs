@@ -198,7 +198,8 @@ impl KeyedBuilder {
         }
         let (offsets, data) = (&self.offsets, &self.data);
         let text = &line[start..end];
-        let found = self.table.key(buffer_words(line, start, end), |k| {
+        let words = self.table.words(buffer_words(line, start, end), || text);
+        let found = self.table.key(words, |k| {
             let k = k as usize;
             data.get(offsets[k] as usize..offsets[k + 1] as usize) == Some(text)
         });
