@@ -11,7 +11,7 @@ use arrow::array::{
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, ToByteSlice, UInt32Type};
 
-use super::words::{TextWords, WordTable, buffer_words, inline_words, long_words};
+use super::words::{EXACT_BYTES, TextWords, WordTable, buffer_words, inline_words, long_words};
 use crate::error::Result;
 
 /// A batch column as dictionary keys into its distinct text forms (the same text as a cast of
@@ -134,9 +134,10 @@ impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
                 continue;
             }
             let (column, firsts) = (&self.column, &self.firsts);
-            let words = self
-                .table
-                .words(words(row), || column.value(row).as_bytes());
+            let mut words = words(row);
+            if words.len > EXACT_BYTES {
+                words.mid = self.table.long_mid(column.value(row).as_bytes());
+            }
             let (k, new) = self.table.key(words, |k| {
                 column.value(firsts[k as usize]) == column.value(row)
             })?;

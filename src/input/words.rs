@@ -11,7 +11,7 @@ use arrow::error::ArrowError;
 /// A text's identity for hashing: its length, its first 8 bytes (zero-filled below 8 bytes),
 /// above 16 bytes its next 8 (else 0) and above 8 bytes its last 8 (else 0). Two texts of at
 /// most [`EXACT_BYTES`] are equal exactly when their words are. A longer text's middle word is
-/// replaced by a seeded hash of all its bytes ([`WordTable::long_words`]), so that texts which
+/// replaced by a seeded hash of all its bytes ([`WordTable::long_mid`]), so that texts which
 /// differ only inside (URLs, paths) do not share a slot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TextWords {
@@ -119,7 +119,7 @@ pub(crate) fn long_words(text: &[u8]) -> TextWords {
 /// multiply with its own random seeds (drawn per table), so that no input can choose collisions:
 /// with the words merely combined by xor, crafted texts sharing one combination made every
 /// lookup walk the whole batch; and a text over [`EXACT_BYTES`] has all its bytes in its words
-/// (see [`WordTable::long_words`]): with only its first 16 and last 8, URLs differing inside
+/// (see [`WordTable::long_mid`]): with only its first 16 and last 8, URLs differing inside
 /// shared one slot and a batch of them took a quadratic number of comparisons.
 #[derive(Debug, Clone)]
 pub(crate) struct WordTable {
@@ -154,19 +154,12 @@ impl WordTable {
         }
     }
 
-    /// `words` of `text` as the table hashes them: a text over [`EXACT_BYTES`] gets a seeded
-    /// hash of all its bytes as its middle word (the words of shorter texts are exact and kept).
-    #[inline(always)]
-    pub(crate) fn words<'t>(&self, words: TextWords, text: impl FnOnce() -> &'t [u8]) -> TextWords {
-        if words.len <= EXACT_BYTES {
-            return words;
-        }
-        self.long_words(words, text())
-    }
-
-    /// `words` of a text over [`EXACT_BYTES`] with its middle word a seeded hash of every byte.
+    /// The middle word a text over [`EXACT_BYTES`] is hashed by: a seeded hash of all its
+    /// bytes. Callers set it on the text's words (set field by field, the words stay in
+    /// registers: passing them through a function made a store-to-load stall on every field).
+    #[cold]
     #[inline(never)]
-    fn long_words(&self, words: TextWords, text: &[u8]) -> TextWords {
+    pub(crate) fn long_mid(&self, text: &[u8]) -> u64 {
         let s = self.seed;
         let fold = |a: u64, b: u64| {
             let p = a as u128 * b as u128;
@@ -179,10 +172,7 @@ impl WordTable {
         }
         let mut last = [0u8; 8];
         last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        TextWords {
-            mid: fold(h ^ u64::from_le_bytes(last), s[3]),
-            ..words
-        }
+        fold(h ^ u64::from_le_bytes(last), s[3])
     }
 
     /// The slot hash of a text's words.
@@ -296,9 +286,9 @@ mod tests {
             let mut bare = std::collections::HashSet::new();
             for m in 0..1024u64 {
                 let text = format!("https://example.org/patients/{m:07}/record.html");
-                let words = TextWords::of(text.as_bytes());
+                let mut words = TextWords::of(text.as_bytes());
                 bare.insert(table.hash(words));
-                let words = table.words(words, || text.as_bytes());
+                words.mid = table.long_mid(text.as_bytes());
                 *used.entry(table.hash(words) % slots).or_insert(0u32) += 1;
             }
             prop_assert_eq!(bare.len(), 1);
