@@ -231,8 +231,16 @@ fn csv_text(c: &mut Criterion) {
     let mut g = c.benchmark_group("csv_text_adult");
     g.throughput(Throughput::Elements(rows as u64));
     g.bench_function("arrow_decode_utf8", |b| b.iter(|| black_box(read())));
+    // Every column keyed as it is read (what pbg's statistics pass and verifier ask for).
+    let keyed_schema = Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), pbg::input::keyed_type(), true))
+            .collect::<Vec<_>>(),
+    ));
     // pbg's decoder of unquoted text, fed 8 KiB at a time as DataFusion's scan feeds it.
-    let decode_pbg = || -> Vec<RecordBatch> {
+    let decode_as = |schema: &Arc<Schema>| -> Vec<RecordBatch> {
         let all: Vec<usize> = (0..schema.fields().len()).collect();
         let begin = pbg::input::Begin::FileStart { header: true };
         let mut d =
@@ -255,12 +263,26 @@ fn csv_text(c: &mut Criterion) {
         }
         out
     };
+    let decode_pbg = || decode_as(&schema);
     assert_eq!(
         decode_pbg(),
         batches,
         "pbg's decoder reads what arrow's reads"
     );
+    // Keyed as read: the keys and distinct texts the keying of the decoded text gives.
+    for (keyed, text) in decode_as(&keyed_schema).iter().zip(&batches) {
+        for (k, t) in keyed.columns().iter().zip(text.columns()) {
+            let (k, t) = (
+                pbg::encode::text_column(k).unwrap(),
+                pbg::encode::text_column(t).unwrap(),
+            );
+            assert_eq!((k.keys, k.values), (t.keys, t.values));
+        }
+    }
     g.bench_function("pbg_decode_utf8", |b| b.iter(|| black_box(decode_pbg())));
+    g.bench_function("pbg_decode_keyed", |b| {
+        b.iter(|| black_box(decode_as(&keyed_schema)))
+    });
     g.bench_function("arrow_decode_utf8view", |b| {
         b.iter(|| black_box(read_as(&view_schema)))
     });
