@@ -347,7 +347,8 @@ pub async fn statistics_with<C: Companion>(
 ) -> Result<(Dataset, C)> {
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
-        let df = input::open_keyed(ctx, &profile.input, profile.delimiter).await?;
+        let balanced = input::balanced_context(ctx, &profile.input);
+        let df = input::open_keyed(&balanced, &profile.input, profile.delimiter).await?;
         let schema = std::sync::Arc::new(input::declared_schema(df.schema().as_arrow()));
         let spec = profile_columns(profile);
         let (combos, companion) =

@@ -421,7 +421,7 @@ pub async fn verify_release(
         path: release.to_path_buf(),
         message,
     };
-    let df = input::open_keyed(ctx, &source, b',').await?;
+    let df = input::open_keyed(&input::balanced_context(ctx, &source), &source, b',').await?;
     check_columns(dataset, &source, df.schema().as_arrow())?;
     let typed = input::kind_of(release)?.0 == input::FileKind::Parquet;
     if typed {
@@ -740,7 +740,7 @@ pub async fn check_release_alone(
     sensitive: &str,
 ) -> Result<ReleaseCheck> {
     let source = Input::Path(release.to_path_buf());
-    let df = input::open_keyed(ctx, &source, b',').await?;
+    let df = input::open_keyed(&input::balanced_context(ctx, &source), &source, b',').await?;
     let mut spec: Vec<CountColumn> = qis
         .iter()
         .map(|q| CountColumn {
