@@ -253,3 +253,43 @@ fn other_csv_settings_keep_datafusions_decoder() {
     assert!(!shown.contains("decoder=pbg"), "{shown}");
     assert_eq!(lines(comments).1, ["1|2|"]);
 }
+
+/// A record pbg's decoder refuses is named with its file and, in a byte range read in parallel,
+/// with where the range starts (its lines are counted from there): an attack found a directory
+/// input's error naming the directory only, and a line of the range as if of the file.
+#[test]
+fn decode_errors_name_the_file_and_the_byte_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    std::fs::create_dir(&lake).unwrap();
+    std::fs::write(lake.join("a.csv"), "zip;diag\n1;x\n").unwrap();
+    let mut text = String::from("zip;diag\n");
+    let mut i = 0u64;
+    while text.len() < 11 << 20 {
+        writeln!(text, "{};d{}", 10000 + i % 97, i % 5).unwrap();
+        i += 1;
+    }
+    // A ragged record near the end: in the last byte range when read in several.
+    text.push_str("1;2;3\n");
+    std::fs::write(lake.join("b.csv"), &text).unwrap();
+    let base = pbg::input::new_context();
+    let read = |ctx: &SessionContext| {
+        let df = block_on(open(ctx, &Input::Path(lake.clone()), b';'))
+            .unwrap()
+            .unwrap();
+        block_on(df.collect()).unwrap().unwrap_err().to_string()
+    };
+    let whole = read(&pbg::input::ordered_context(&base));
+    assert!(
+        whole.contains(&format!("line {}, expected 2 got 3", i + 2)) && whole.contains("b.csv"),
+        "{whole}"
+    );
+    assert!(!whole.contains("byte range"), "{whole}");
+    let ranged = read(&ranged_context(&base, 4));
+    assert!(
+        ranged.contains("expected 2 got 3")
+            && ranged.contains("b.csv")
+            && ranged.contains("counted from the first whole line after byte"),
+        "{ranged}"
+    );
+}

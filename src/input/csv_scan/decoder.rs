@@ -448,6 +448,8 @@ pub struct TextDecoder {
     partial: Vec<u8>,
     /// The output slot of each file column (`usize::MAX`: not projected).
     slot_of: Vec<usize>,
+    /// Where the bytes come from, for errors (see [`TextDecoder::with_origin`]).
+    origin: String,
 }
 
 impl TextDecoder {
@@ -487,6 +489,7 @@ impl TextDecoder {
             lines: 0,
             partial: Vec::new(),
             slot_of,
+            origin: String::new(),
         }
     }
 
@@ -580,6 +583,29 @@ impl TextDecoder {
     /// Decodes whole records from `buf` until the batch is full, keeping the start of a record the
     /// chunk ends in; returns the bytes consumed. An empty `buf` marks the end of the input.
     pub fn decode(&mut self, buf: &[u8]) -> Result<usize, ArrowError> {
+        self.decode_bytes(buf).map_err(|e| self.located(e))
+    }
+
+    /// The decoder naming `origin` in its errors: the file, and for a byte range inside it where
+    /// the range starts, since its lines are counted from there (which line of the file that is,
+    /// only a read of every byte before it could tell).
+    pub fn with_origin(mut self, origin: String) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// `e` with the decoder's origin added to a CSV error's message.
+    fn located(&self, e: ArrowError) -> ArrowError {
+        match e {
+            ArrowError::CsvError(message) if !self.origin.is_empty() => {
+                ArrowError::CsvError(format!("{message} ({})", self.origin))
+            }
+            e => e,
+        }
+    }
+
+    /// [`Self::decode`], its errors without the origin.
+    fn decode_bytes(&mut self, buf: &[u8]) -> Result<usize, ArrowError> {
         if self.bom_pending {
             let take = (BOM.len() - self.bom_held.len()).min(buf.len());
             let mut head = std::mem::take(&mut self.bom_held);
@@ -657,6 +683,11 @@ impl TextDecoder {
 
     /// The rows decoded so far as a batch (`None` if there are none), checked to be UTF-8.
     pub fn flush(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+        self.flush_rows().map_err(|e| self.located(e))
+    }
+
+    /// [`Self::flush`], its errors without the origin.
+    fn flush_rows(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
         if self.rows == 0 {
             return Ok(None);
         }
@@ -868,6 +899,20 @@ mod tests {
         assert!(e.to_string().contains("invalid UTF-8"), "{e}");
         let e = ours(b"a;b\n1;\"2\"\n", 2, &[0, 1], 8, 100).unwrap_err();
         assert!(e.to_string().contains("changed"), "{e}");
+        // Named with the decoder's origin, at decoding and when a batch is built.
+        let origin = |bytes: &[u8]| {
+            let schema = schema_of(&[0, 1]);
+            let begin = Begin::FileStart { header: true };
+            let mut d = TextDecoder::new(schema, b';', 2, &[0, 1], 8, begin)
+                .with_origin("in lake/b.csv".into());
+            d.decode(bytes)
+                .and_then(|_| d.decode(&[]))
+                .and_then(|_| d.flush())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(origin(b"a;b\n1\n").ends_with("got 1 (in lake/b.csv)"));
+        assert!(origin(b"a;b\n1;\xff\n").ends_with("line 2 and field 2 (in lake/b.csv)"));
     }
 
     proptest::proptest! {

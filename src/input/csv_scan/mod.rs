@@ -282,6 +282,13 @@ impl FileOpener for TextOpener {
             .range
             .as_ref()
             .map(|r| (r.start.max(0) as u64, r.end.max(0) as u64));
+        let origin = match range {
+            Some((start, _)) if start > 0 => format!(
+                "in {}, its line counted from the first whole line after byte {start}, where the byte range read in parallel starts",
+                file.object_meta.location
+            ),
+            _ => format!("in {}", file.object_meta.location),
+        };
         let decoder = TextDecoder::new(
             Arc::clone(&self.schema),
             self.delimiter,
@@ -295,7 +302,8 @@ impl FileOpener for TextOpener {
             } else {
                 Begin::Inside
             },
-        );
+        )
+        .with_origin(origin);
         let store = Arc::clone(&self.store);
         Ok(Box::pin(async move {
             let location = file.object_meta.location.clone();
