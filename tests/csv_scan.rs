@@ -288,8 +288,17 @@ fn decode_errors_name_the_file_and_the_byte_range() {
     let ranged = read(&ranged_context(&base, 4));
     assert!(
         ranged.contains("expected 2 got 3")
-            && ranged.contains("b.csv")
-            && ranged.contains("counted from the first whole line after byte"),
+            && ranged.contains(&format!("in {}", lake.join("b.csv").display())),
         "{ranged}"
     );
+    // The message's recipe finds the record: line L of the range is line L + 1 of what
+    // `tail -c +N` prints (the end of the line the range starts in comes first).
+    let number = |after: &str, end: char| -> usize {
+        let at = ranged.find(after).unwrap() + after.len();
+        ranged[at..].split(end).next().unwrap().parse().unwrap()
+    };
+    let (line, from) = (number("for line ", ','), number("tail -c +", ' '));
+    let tail = &text.as_bytes()[from - 1..];
+    let shown = tail.split(|&b| b == b'\n').nth(line).unwrap();
+    assert_eq!(shown, b"1;2;3", "{ranged}");
 }

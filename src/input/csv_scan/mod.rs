@@ -282,12 +282,15 @@ impl FileOpener for TextOpener {
             .range
             .as_ref()
             .map(|r| (r.start.max(0) as u64, r.end.max(0) as u64));
+        // The store's paths have no leading `/` (local files are under the root).
+        let path = format!("/{}", file.object_meta.location);
         let origin = match range {
+            // DataFusion's range starts after the first line end at or after the byte before
+            // `start` (0-based): `tail -c +start` (1-based) prints from that byte.
             Some((start, _)) if start > 0 => format!(
-                "in {}, its line counted from the first whole line after byte {start}, where the byte range read in parallel starts",
-                file.object_meta.location
+                "in {path}, a byte range read in parallel, whose lines are counted from its start: `tail -c +{start} {path}` prints the end of the line before its line 1, then line 1 (blank lines are not counted)"
             ),
-            _ => format!("in {}", file.object_meta.location),
+            _ => format!("in {path}"),
         };
         let decoder = TextDecoder::new(
             Arc::clone(&self.schema),
