@@ -362,7 +362,7 @@ pub async fn statistics_with<C: Companion>(
 }
 
 /// The profile's rows on `ctx`, in file order, encoded (one tuple per row): what per-tuple
-/// vectors and slicing need.
+/// vectors and the experiments need.
 pub async fn rows_in(ctx: &SessionContext, profile: &Profile) -> Result<Dataset> {
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {

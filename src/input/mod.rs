@@ -231,16 +231,20 @@ pub async fn open_keyed(ctx: &SessionContext, input: &Input, delimiter: u8) -> R
     open_as(ctx, input, delimiter, true).await
 }
 
-/// `schema` with the columns that [`open_keyed`] keys shown as the text they are (`Utf8`).
+/// `schema` with the columns that [`open_keyed`] keys shown as the text they are (`Utf8`): those
+/// of [`keyed_type`] carrying its mark (a Parquet file's field may carry any metadata, so the
+/// mark alone must not make another type text).
 pub fn declared_schema(schema: &Schema) -> Schema {
     Schema::new_with_metadata(
         schema
             .fields()
             .iter()
-            .map(|f| match f.metadata().contains_key(KEYED) {
-                true => Arc::new(Field::new(f.name(), DataType::Utf8, f.is_nullable())),
-                false => Arc::clone(f),
-            })
+            .map(
+                |f| match f.metadata().contains_key(KEYED) && *f.data_type() == keyed_type() {
+                    true => Arc::new(Field::new(f.name(), DataType::Utf8, f.is_nullable())),
+                    false => Arc::clone(f),
+                },
+            )
             .collect::<Vec<_>>(),
         schema.metadata().clone(),
     )
@@ -510,6 +514,20 @@ mod tests {
         );
         assert_eq!(sized(&cluster, "large.csv", 2500), 2);
         let table = Input::Table("t".into());
+        // Only a keyed column with the mark is shown as text: a file's own metadata copying the
+        // mark onto numbers leaves them numbers.
+        let mark = std::collections::HashMap::from([(KEYED.to_string(), "true".to_string())]);
+        let schema = Schema::new(vec![
+            Field::new("a", keyed_type(), true).with_metadata(mark.clone()),
+            Field::new("b", DataType::Int64, true).with_metadata(mark),
+            Field::new("c", keyed_type(), true),
+        ]);
+        let declared: Vec<DataType> = declared_schema(&schema)
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        assert_eq!(declared, [DataType::Utf8, DataType::Int64, keyed_type()]);
         assert_eq!(
             balanced_context(&ctx, &table)
                 .state()
