@@ -1,4 +1,4 @@
-//! pbg's CSV scan (DataFusion's CSV format with pbg's decoder for unquoted files) reads what
+//! pbg's CSV scan (DataFusion's CSV format with pbg's decoder for files whose records are lines) reads what
 //! DataFusion's own CSV scan reads: every row, every value, nulls where fields are empty, over
 //! byte ranges, projections and partition directories.
 
@@ -50,10 +50,11 @@ fn plan_of(df: &DataFrame) -> String {
         .to_string()
 }
 
-/// Two partition directories of unquoted `;` CSV over 10 MB each (so DataFusion splits them into
-/// byte ranges), with `\r\n`, `\n` and lone `\r` line ends, empty lines, empty fields and
-/// non-ASCII text.
-fn lake(dir: &std::path::Path) -> std::path::PathBuf {
+/// Two partition directories of `;` CSV over 10 MB each (so DataFusion splits them into byte
+/// ranges), with `\r\n`, `\n` and lone `\r` line ends, empty lines, empty fields and non-ASCII
+/// text; if `quoted`, some values quoted (empty, holding delimiters and `""`), some holding a `"`
+/// unquoted.
+fn lake(dir: &std::path::Path, quoted: bool) -> std::path::PathBuf {
     let lake = dir.join("lake");
     for (region, seed) in [("north", 7u64), ("south", 11)] {
         let d = lake.join(format!("region={region}"));
@@ -78,6 +79,14 @@ fn lake(dir: &std::path::Path) -> std::path::PathBuf {
                 "Łódź",
                 "a longer city name of thirty bytes",
             ][((x >> 33) % 5) as usize];
+            let city = match ((x >> 36) % 8, quoted) {
+                (_, false) | (0..=2, true) => city.to_string(),
+                (3, _) => format!("\"{city}\""),
+                (4, _) => format!("\"{city}; the \"\"old\"\" town\""),
+                (5, _) => "\"\"".to_string(),
+                (6, _) => format!("{city} \"quoted\" inside"),
+                _ => "\";;\"".to_string(),
+            };
             let end = ["\r\n", "\n", "\r", "\n\n", "\r\n\r\n"][((x >> 50) % 5) as usize];
             write!(text, "{i};{zip};{age};{city};d{}{end}", (x >> 45) % 7).unwrap();
             i += 1;
@@ -90,10 +99,12 @@ fn lake(dir: &std::path::Path) -> std::path::PathBuf {
 #[test]
 fn the_scan_reads_what_datafusion_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let lake = lake(dir.path());
     let base = pbg::input::new_context();
     // Seven byte ranges per file, or one scan per file in file order.
-    for ctx in [ranged_context(&base, 7), pbg::input::ordered_context(&base)] {
+    for (quoted, ctx) in [false, true].into_iter().flat_map(|q| {
+        [ranged_context(&base, 7), pbg::input::ordered_context(&base)].map(|c| (q, c))
+    }) {
+        let lake = lake(&dir.path().join(quoted.to_string()), quoted);
         let ours = block_on(open(&ctx, &Input::Path(lake.clone()), b';'))
             .unwrap()
             .unwrap();
@@ -123,6 +134,11 @@ fn the_scan_reads_what_datafusion_reads() {
             rows.iter().any(|r| r.contains("|∅|")),
             "empty fields are null"
         );
+        if quoted {
+            assert!(rows.iter().any(|r| r.contains("; the \"old\" town|")));
+            assert!(rows.iter().any(|r| r.contains("|;;|")));
+            assert!(rows.iter().any(|r| r.contains(" \"quoted\" inside|")));
+        }
         assert_eq!((names, rows), lines(theirs.clone()));
 
         // A projection, out of order and with the partition column.
@@ -136,20 +152,25 @@ fn the_scan_reads_what_datafusion_reads() {
     }
 }
 
-/// A file holding a `"` is read by DataFusion's own decoder (pbg's reads unquoted text only).
+/// A file whose quoted values stay on their line is read by pbg's decoder; one holding a quoted
+/// value across lines by DataFusion's own, whole (a byte range could start inside the value).
 #[test]
-fn quoted_files_keep_datafusions_decoder() {
+fn quoted_files_across_lines_keep_datafusions_decoder() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("q.csv");
-    std::fs::write(&path, "a,b\n1,\"x,y\"\n2,z\n").unwrap();
     let ctx = pbg::input::new_context();
-    let df = block_on(open(&ctx, &Input::Path(path), b','))
-        .unwrap()
-        .unwrap();
-    let shown = plan_of(&df);
-    assert!(!shown.contains("decoder=pbg"), "{shown}");
-    let (_, rows) = lines(df);
-    assert_eq!(rows, ["1|x,y|", "2|z|"]);
+    for (text, pbgs, want) in [
+        ("a,b\n1,\"x,y\"\n2,z\n", true, ["1|x,y|", "2|z|"]),
+        ("a,b\n1,\"x\ny\"\n2,z\n", false, ["1|x\ny|", "2|z|"]),
+    ] {
+        let path = dir.path().join(format!("q{pbgs}.csv"));
+        std::fs::write(&path, text).unwrap();
+        let df = block_on(open(&ctx, &Input::Path(path), b','))
+            .unwrap()
+            .unwrap();
+        let shown = plan_of(&df);
+        assert_eq!(shown.contains("decoder=pbg"), pbgs, "{shown}");
+        assert_eq!(lines(df).1, want);
+    }
 }
 
 /// A byte-order mark and an empty line before the header (a helper's attack: pbg's decoder read

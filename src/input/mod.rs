@@ -149,9 +149,9 @@ async fn open_path(
             // files share the first one's header).
             .with_schema_infer_max_rec(0)
     };
-    // Unquoted text is decoded by pbg's scan, unless the plan is to run on a cluster, whose
-    // executors know DataFusion's sources only.
-    let pbg_scan = kind == FileKind::Csv && quoting == Quoting::Unquoted && !distributed(&state);
+    // Records that are lines (no quoted value spans one) are decoded by pbg's scan, unless the
+    // plan is to run on a cluster, whose executors know DataFusion's sources only.
+    let pbg_scan = kind == FileKind::Csv && quoting != Quoting::LineBreaks && !distributed(&state);
     let format: Arc<dyn FileFormat> = match kind {
         FileKind::Parquet => Arc::new(ParquetFormat::default()),
         FileKind::Csv if pbg_scan => Arc::new(TextCsvFormat::new(csv())),

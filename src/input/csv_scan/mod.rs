@@ -1,14 +1,14 @@
-//! pbg's CSV scan: DataFusion's CSV format with a faster record decoder for files that hold no
-//! `"` (most ETL extracts), everything else DataFusion's.
+//! pbg's CSV scan: DataFusion's CSV format with a faster record decoder for files whose records
+//! are lines (no quoted value spans one: most ETL extracts), everything else DataFusion's.
 //!
 //! [`TextCsvFormat`] is a [`FileFormat`] that wraps DataFusion's [`CsvFormat`]: the listing, the
 //! schema (the header), the byte ranges a large file is split into, the alignment of each range
 //! on line breaks, the projection and the partition columns all stay DataFusion's, and so do the
 //! execution and its memory pool. Only the decoding of each range's bytes into `Utf8` columns is
-//! pbg's own [`decoder::TextDecoder`], which gives the arrays arrow's decoder gives for unquoted
-//! text (a proptest holds the two together) at a fraction of the cost: on adult × 100, the decode
-//! was half the CPU time of a whole pick. A file holding a `"` is read by [`CsvFormat`] as
-//! before (the input module picks the format after scanning every file's quoting).
+//! pbg's own [`decoder::TextDecoder`], which gives the arrays arrow's decoder gives for such text
+//! (a proptest holds the two together) at a fraction of the cost: on adult × 100, the decode
+//! was half the CPU time of a whole pick. A file holding a quoted value across lines is read by
+//! [`CsvFormat`] whole (the input module picks the format after checking every file's quoting).
 
 use std::fmt;
 use std::sync::Arc;
@@ -39,7 +39,7 @@ mod decoder;
 pub use decoder::{Begin, TextDecoder, keyed_type};
 
 /// DataFusion's CSV format (header, delimiter, every column as text) whose scan decodes with
-/// [`TextDecoder`]; for files that hold no `"`.
+/// [`TextDecoder`]; for files whose quoting is checked (every quoted value closed on its line).
 #[derive(Debug)]
 pub struct TextCsvFormat {
     csv: CsvFormat,
@@ -248,7 +248,7 @@ impl FileSource for TextCsvSource {
     fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         self.csv.fmt_extra(t, f)?;
         if matches!(t, DisplayFormatType::Default | DisplayFormatType::Verbose) {
-            write!(f, ", decoder=pbg (unquoted text)")?;
+            write!(f, ", decoder=pbg")?;
         }
         Ok(())
     }
