@@ -32,14 +32,16 @@ use crate::error::{PbgError, Result};
 mod csv_scan;
 mod files;
 mod nested_text;
+mod quoting;
 mod runtime;
 pub mod text;
 mod words;
 
 pub use csv_scan::{Begin, TextCsvFormat, TextDecoder, keyed_type};
+use files::check_files;
 pub(crate) use files::first_record;
 pub use files::{FileKind, kind_of, note_read, was_read};
-use files::{Quoting, check_files};
+use quoting::Quoting;
 pub use runtime::{block_on, runtime_handle};
 
 /// Where a profile's rows come from.

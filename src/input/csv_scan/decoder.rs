@@ -1146,8 +1146,8 @@ mod tests {
             // DataFusion's decoder, not this one), the decoder refuses too.
             let file = tempfile::NamedTempFile::new().unwrap();
             std::fs::write(file.path(), &bytes).unwrap();
-            let quoting = crate::input::files::csv_quoting(file.path(), b';', &[]);
-            if !matches!(quoting, Ok(crate::input::files::Quoting::Unquoted | crate::input::files::Quoting::Quoted)) {
+            let quoting = crate::input::quoting::csv_quoting(file.path(), b';', &[]);
+            if !matches!(quoting, Ok(crate::input::quoting::Quoting::Unquoted | crate::input::quoting::Quoting::Quoted)) {
                 proptest::prop_assert!(got.is_err(), "{quoting:?} {got:?}");
                 return Ok(());
             }
