@@ -173,6 +173,49 @@ fn quoted_files_across_lines_keep_datafusions_decoder() {
     }
 }
 
+/// A header name quoted across a line break keeps its whole name, in files past DataFusion's
+/// first read of 8 KiB (a helper's attack: its schema inference cut `"salary-\nclass"` at the
+/// break in a file of 18 KB, and the release renamed the column `salary-\n`).
+#[test]
+fn a_header_name_across_lines_is_kept_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = pbg::input::new_context();
+    for (i, text) in [
+        "a,\"b\nc\"\n\"1\",\"x\"\n2,y\n",
+        "\"a\",\"b\r\nc\"\r\n1,x\r\n2,y\r\n",
+        "\u{feff}a,\"b\nc\"\n1,x\n2,y\n",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.path().join(format!("h{i}.csv"));
+        let end = if text.contains('\r') { "\r\n" } else { "\n" };
+        std::fs::write(
+            &path,
+            format!("{text}{}", format!("\"3\",z{end}").repeat(3000)),
+        )
+        .unwrap();
+        let df = block_on(open(&ctx, &Input::Path(path), b','))
+            .unwrap()
+            .unwrap();
+        let names: Vec<String> = df
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let want = if text.contains('\r') {
+            "b\r\nc"
+        } else {
+            "b\nc"
+        };
+        assert_eq!(names, ["a", want], "{text:?}");
+        let rows = lines(df).1;
+        assert_eq!(rows[..3], ["1|x|", "2|y|", "3|z|"], "{text:?}");
+        assert_eq!(rows.len(), 3002, "{text:?}");
+    }
+}
+
 /// A byte-order mark and an empty line before the header (a helper's attack: pbg's decoder read
 /// the mark as a record of its own and refused the file, which arrow's reads): released whole.
 #[test]

@@ -236,6 +236,15 @@ fn parquet_schema(path: &Path) -> Result<SchemaRef> {
     Ok(builder.schema().clone())
 }
 
+/// What [`check_files`] found out about a path input's files.
+#[derive(Debug)]
+pub(super) struct CheckedFiles {
+    /// How the CSV files' values are quoted (the most quoted file decides).
+    pub(super) quoting: Quoting,
+    /// The CSV files' header names, read with the reader's quoting rule (empty for Parquet).
+    pub(super) header: Vec<String>,
+}
+
 /// Checks every file of a path input before DataFusion reads it: no repeated column names, CSV
 /// headers that agree (CSV is read by position), and no file that the listing would skip.
 pub(super) async fn check_files(
@@ -245,7 +254,7 @@ pub(super) async fn check_files(
     kind: FileKind,
     ext: &str,
     delimiter: u8,
-) -> Result<Quoting> {
+) -> Result<CheckedFiles> {
     let input = Input::Path(path.to_path_buf());
     let store = state
         .runtime_env()
@@ -354,13 +363,14 @@ pub(super) async fn check_files(
     }
     // Every file's quoting is checked, even after one with a quoted line break.
     let mut quoting = Quoting::Unquoted;
+    let mut header = Vec::new();
     if kind == FileKind::Csv {
-        let columns = first.map(|(_, names)| names).unwrap_or_default();
+        header = first.map(|(_, names)| names).unwrap_or_default();
         for f in &files {
-            quoting = quoting.max(csv_quoting(f, delimiter, &columns)?);
+            quoting = quoting.max(csv_quoting(f, delimiter, &header)?);
         }
     }
-    Ok(quoting)
+    Ok(CheckedFiles { quoting, header })
 }
 
 /// Whether two column lists hold the same names, in any order.

@@ -140,7 +140,8 @@ async fn open_path(
     let url = ListingTableUrl::parse(text.as_ref()).map_err(|e| df_error(&input, e))?;
     let state = ctx.state();
     // A quoted value spanning lines makes DataFusion read each file whole (no byte ranges).
-    let quoting = check_files(&state, path, &url, kind, &ext, delimiter).await?;
+    let checked = check_files(&state, path, &url, kind, &ext, delimiter).await?;
+    let quoting = checked.quoting;
     let csv = || {
         CsvFormat::default()
             .with_has_header(true)
@@ -170,19 +171,38 @@ async fn open_path(
             path: path.to_path_buf(),
         });
     }
+    // The names are those of pbg's header read (DataFusion's cut a quoted name holding a line
+    // break at the break, and the release then renamed that column).
+    if kind == FileKind::Csv && checked.header.len() != schema.fields().len() {
+        return Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "its header has {} columns ({}), but DataFusion reads {} ({})",
+                checked.header.len(),
+                checked.header.join(", "),
+                schema.fields().len(),
+                schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
     let schema: SchemaRef = match kind {
         FileKind::Parquet => schema,
         FileKind::Csv => Arc::new(Schema::new(
-            schema
-                .fields()
+            checked
+                .header
                 .iter()
-                .map(|f| match keyed && pbg_scan {
-                    true => Field::new(f.name(), keyed_type(), true).with_metadata(
+                .map(|name| match keyed && pbg_scan {
+                    true => Field::new(name, keyed_type(), true).with_metadata(
                         [(KEYED.to_string(), "true".to_string())]
                             .into_iter()
                             .collect(),
                     ),
-                    false => Field::new(f.name(), DataType::Utf8, true),
+                    false => Field::new(name, DataType::Utf8, true),
                 })
                 .collect::<Vec<_>>(),
         )),
