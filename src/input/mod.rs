@@ -171,9 +171,14 @@ async fn open_path(
             path: path.to_path_buf(),
         });
     }
-    // The names are those of pbg's header read (DataFusion's cut a quoted name holding a line
-    // break at the break, and the release then renamed that column).
-    if kind == FileKind::Csv && checked.header.len() != schema.fields().len() {
+    // The names are those of pbg's header read: DataFusion's schema inference cut a quoted name
+    // holding a line break at the break (the release renamed that column, or lost the columns
+    // after it), while its reader, quote-aware, skips that header whole. Without a quoted line
+    // break the two reads must agree on the columns.
+    if kind == FileKind::Csv
+        && quoting != Quoting::LineBreaks
+        && checked.header.len() != schema.fields().len()
+    {
         return Err(PbgError::Format {
             path: path.to_path_buf(),
             message: format!(
