@@ -165,7 +165,6 @@ async fn open_path(
         .infer_schema(&state, &url)
         .await
         .map_err(|e| df_error(&input, e))?;
-    check_unique_columns(&input, &schema)?;
     if schema.fields().is_empty() {
         return Err(PbgError::EmptyTable {
             path: path.to_path_buf(),
@@ -212,6 +211,8 @@ async fn open_path(
                 .collect::<Vec<_>>(),
         )),
     };
+    // On the names the table is read with (pbg's for CSV).
+    check_unique_columns(&input, &schema)?;
     let partitions = options
         .infer_partitions(&state, &url)
         .await

@@ -263,16 +263,6 @@ trait RangeScan {
     fn clean_end(&self) -> bool;
 }
 
-impl RangeScan for BlockCheck {
-    fn chunk(&mut self, bytes: &[u8]) -> bool {
-        BlockCheck::chunk(self, bytes)
-    }
-
-    fn clean_end(&self) -> bool {
-        BlockCheck::clean_end(self)
-    }
-}
-
 impl RangeScan for QuoteScan {
     fn chunk(&mut self, bytes: &[u8]) -> bool {
         QuoteScan::chunk(self, bytes).is_none()
@@ -363,8 +353,23 @@ fn holds_quote(path: &Path) -> Result<bool> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// `bytes` cut at `cuts` (any order, past the end meaning the end) into consecutive pieces,
+    /// as a file's reads may cut it.
+    pub(in crate::input::quoting) fn pieces(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<&[u8]> {
+        cuts.iter_mut().for_each(|c| *c = (*c).min(bytes.len()));
+        cuts.sort();
+        let mut from = 0;
+        let mut out = Vec::new();
+        for c in cuts {
+            out.push(&bytes[from..c]);
+            from = c;
+        }
+        out.push(&bytes[from..]);
+        out
+    }
 
     /// Whether [`csv_quoting`] of `bytes` (columns a, b, c; `;`-separated) written to a scratch
     /// file finds a quoted line break, or its message.
@@ -449,16 +454,7 @@ mod tests {
                 let open = (scan.quoted && !scan.quote).then_some(scan.opened);
                 (glued, glued.is_none().then_some((open, scan.line_break, scan.line, scan.field)))
             };
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
-            cuts.sort();
-            let mut pieces = Vec::new();
-            let mut from = 0;
-            for c in cuts {
-                pieces.push(&bytes[from..c]);
-                from = c;
-            }
-            pieces.push(&bytes[from..]);
-            proptest::prop_assert_eq!(run(&pieces), run(&[bytes]));
+            proptest::prop_assert_eq!(run(&pieces(bytes, cuts)), run(&[bytes]));
         }
     }
 
