@@ -401,10 +401,12 @@ pub fn ranged_context(ctx: &SessionContext, partitions: usize) -> SessionContext
 const BALANCED_RANGE_BYTES: u64 = 64 << 20;
 
 /// The session of `ctx` reading a large path input in more byte ranges than it has target
-/// partitions (up to 4 per partition, of at least 64 MiB each; taken in order, still the input
-/// in order). pbg's decoder keys the values in the scan itself, so one range per core left a core
-/// idle while the other finished its range (1.5 s of a 5 s pass over 30 M rows). Other inputs,
-/// and sessions running on a cluster, keep `ctx`.
+/// partitions (a whole number per partition, up to 4, of about 64 MiB each; taken in order,
+/// still the input in order). pbg's decoder keys the values in the scan itself, so one range per
+/// core left a core idle while the other finished its range (1.5 s of a 5 s pass over 30 M
+/// rows); and each range runs to its end on one core, so with one range more than a multiple of
+/// the cores the last ran alone (3 ranges on 2 cores took as long as 4). Other inputs, and
+/// sessions running on a cluster, keep `ctx`.
 pub fn balanced_context(ctx: &SessionContext, input: &Input) -> SessionContext {
     let state = ctx.state();
     let target = state.config().target_partitions().max(1);
@@ -412,7 +414,7 @@ pub fn balanced_context(ctx: &SessionContext, input: &Input) -> SessionContext {
     if distributed(&state) || ranges <= target {
         return ctx.clone();
     }
-    ranged_context(ctx, ranges.min(4 * target))
+    ranged_context(ctx, ranges.div_ceil(target).min(4) * target)
 }
 
 /// The bytes of a path input (a file, or every file under a directory); `None` for globs and
@@ -513,9 +515,9 @@ pub async fn locate(
 mod tests {
     use super::*;
 
-    /// A large input is read in more byte ranges than the session has partitions (at least
-    /// 64 MiB each, up to 4 per partition); a small one, a table and a cluster session keep the
-    /// session as it is.
+    /// A large input is read in more byte ranges than the session has partitions (about 64 MiB
+    /// each, a whole number per partition, up to 4); a small one, a table and a cluster session
+    /// keep the session as it is.
     #[test]
     fn large_inputs_are_read_in_more_ranges_than_cores() {
         let dir = tempfile::tempdir().unwrap();
@@ -533,7 +535,9 @@ mod tests {
                 .target_partitions()
         };
         assert_eq!(sized(&ctx, "small.csv", 100), 2);
-        assert_eq!(sized(&ctx, "three.csv", 200), 3);
+        // 3 ranges' worth: 4, so that each core reads 2.
+        assert_eq!(sized(&ctx, "three.csv", 200), 4);
+        assert_eq!(sized(&ctx, "five.csv", 330), 6);
         assert_eq!(sized(&ctx, "large.csv", 2500), 8);
         let cluster = SessionContext::new_with_config(
             session_config()
