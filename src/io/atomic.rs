@@ -330,12 +330,11 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// A scratch directory holding `out.csv` = "old\n", and an atomic file planned over it.
-    fn over_old_target(name: &str) -> (PathBuf, PathBuf, AtomicFile) {
-        let dir = std::env::temp_dir().join(format!("pbg-atomic-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let target = dir.join("out.csv");
+    /// A scratch directory (removed when dropped) holding `out.csv` = "old\n", and an atomic
+    /// file planned over it.
+    fn over_old_target() -> (tempfile::TempDir, PathBuf, AtomicFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.csv");
         std::fs::write(&target, "old\n").unwrap();
         let file = AtomicFile::new(&target).unwrap();
         (dir, target, file)
@@ -345,9 +344,8 @@ mod tests {
     /// over nor removed: the next free name is used, and a failed run leaves the file alone.
     #[test]
     fn a_file_named_as_the_temporary_file_is_kept() {
-        let dir = std::env::temp_dir().join(format!("pbg-atomic-taken-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
         let target = dir.join("out.csv");
         let taken = dir.join(format!(".out.csv.pbg-tmp-{}.csv", std::process::id()));
         std::fs::write(&taken, "user data\n").unwrap();
@@ -361,14 +359,13 @@ mod tests {
         file.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&taken).unwrap(), "user data\n");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "release\n");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file synced in the background while it is read, then committed: the target holds it
     /// and no temporary file is left.
     #[test]
     fn background_sync_then_commit_replaces_the_target() {
-        let (dir, target, mut file) = over_old_target("commit");
+        let (dir, target, mut file) = over_old_target();
         std::fs::write(file.temp_path(), "a,b\n1,2\n").unwrap();
         file.sync_in_background();
         assert_eq!(
@@ -377,25 +374,25 @@ mod tests {
         );
         file.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "a,b\n1,2\n");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     /// A failed check after the sync started: dropping the file leaves the old target as it was
     /// and removes the temporary file.
     #[test]
     fn background_sync_then_drop_keeps_the_old_target() {
-        let (dir, target, mut file) = over_old_target("drop");
+        let (dir, target, mut file) = over_old_target();
         std::fs::write(file.temp_path(), "new\n").unwrap();
         file.sync_in_background();
         drop(file);
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     /// Nothing was written: the commit fails (the sync finds no file) and the target stays.
     #[test]
     fn commit_without_a_written_file_fails_and_keeps_the_target() {
-        let (_, target, mut file) = over_old_target("missing");
+        let (_dir, target, mut file) = over_old_target();
         file.sync_in_background();
         assert!(file.commit().is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
