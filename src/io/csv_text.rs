@@ -63,33 +63,10 @@ impl CsvQuoting {
 
     /// Appends the CSV lines of `rows` rows given as one text column per field.
     pub fn rows(&self, columns: &[TextColumn], rows: usize, out: &mut Vec<u8>) {
-        // Every distinct value quoted once, as the whole field: its separator (`,` before every
-        // column but the first, `\n` after the last) included. The null entry (empty) is last.
-        let fields: Vec<Vec<Vec<u8>>> = columns
+        let fields: Vec<Fields> = columns
             .iter()
             .enumerate()
-            .map(|(c, column)| {
-                let mut fields = Vec::with_capacity(column.values.len() + 1);
-                for i in 0..=column.values.len() {
-                    let mut field = Vec::new();
-                    if c > 0 {
-                        field.push(b',');
-                    }
-                    if i < column.values.len() && !column.values.is_null(i) {
-                        self.field(column.values.value(i), &mut field);
-                    }
-                    if columns.len() == 1 && field.is_empty() {
-                        // A line of one empty field is written `""`, as by arrow (csv's
-                        // rule): an empty line would be no record at all.
-                        field.extend_from_slice(b"\"\"");
-                    }
-                    if c + 1 == columns.len() {
-                        field.push(b'\n');
-                    }
-                    fields.push(field);
-                }
-                fields
-            })
+            .map(|(c, column)| self.fields(column, c == 0, c + 1 == columns.len()))
             .collect();
         // Every row's key, a null row's being the null entry's.
         let keys: Vec<std::borrow::Cow<[u32]>> = columns
@@ -111,17 +88,18 @@ impl CsvQuoting {
         let size: usize = fields
             .iter()
             .zip(&keys)
-            .map(|(f, k)| k.iter().map(|&k| f[k as usize].len()).sum::<usize>())
+            .map(|(f, k)| k.iter().map(|&k| f.len(k as usize)).sum::<usize>())
             .sum();
         out.reserve(size + SLOT);
-        if fields.iter().flatten().all(|f| f.len() <= SLOT) {
+        if fields.iter().all(|f| f.widest() <= SLOT) {
             // Each field one fixed-size copy of its slot, the slot's tail cut off again: no
             // copy of a variable length per field.
             let slots: Vec<Vec<([u8; SLOT], usize)>> = fields
                 .iter()
                 .map(|f| {
-                    f.iter()
-                        .map(|b| {
+                    (0..f.count())
+                        .map(|i| {
+                            let b = f.get(i);
                             let mut slot = [0u8; SLOT];
                             slot[..b.len()].copy_from_slice(b);
                             (slot, SLOT - b.len())
@@ -139,13 +117,77 @@ impl CsvQuoting {
         } else {
             for r in 0..rows {
                 for (fields, keys) in fields.iter().zip(&keys) {
-                    out.extend_from_slice(&fields[keys[r] as usize]);
+                    out.extend_from_slice(fields.get(keys[r] as usize));
                 }
             }
         }
         if columns.is_empty() {
             out.extend(std::iter::repeat_n(b'\n', rows));
         }
+    }
+
+    /// Every distinct value of `column` quoted once, as the whole field: its separator (`,`
+    /// before every column but the `first`, `\n` after the `last`) included; the null entry
+    /// (empty) last. One buffer for all of them: a column of unique values (IDs, amounts) made
+    /// an allocation per row.
+    fn fields(&self, column: &TextColumn, first: bool, last: bool) -> Fields {
+        let n = column.values.len();
+        // The values' own bytes (a sliced array's buffer may hold far more: a hierarchy's labels).
+        let offsets = column.values.value_offsets();
+        let text = (offsets[n] - offsets[0]) as usize;
+        let mut fields = Fields {
+            bytes: Vec::with_capacity(text + 2 * (n + 1)),
+            ends: Vec::with_capacity(n + 2),
+        };
+        fields.ends.push(0);
+        for i in 0..=n {
+            let start = fields.bytes.len();
+            if !first {
+                fields.bytes.push(b',');
+            }
+            if i < n && !column.values.is_null(i) {
+                self.field(column.values.value(i), &mut fields.bytes);
+            }
+            if first && last && fields.bytes.len() == start {
+                // A line of one empty field is written `""`, as by arrow (csv's rule): an empty
+                // line would be no record at all.
+                fields.bytes.extend_from_slice(b"\"\"");
+            }
+            if last {
+                fields.bytes.push(b'\n');
+            }
+            fields.ends.push(fields.bytes.len());
+        }
+        fields
+    }
+}
+
+/// The encoded fields of one column, one after another: field `i` is
+/// `bytes[ends[i]..ends[i + 1]]`.
+struct Fields {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Fields {
+    /// Field `i`.
+    fn get(&self, i: usize) -> &[u8] {
+        &self.bytes[self.ends[i]..self.ends[i + 1]]
+    }
+
+    /// The length of field `i`.
+    fn len(&self, i: usize) -> usize {
+        self.ends[i + 1] - self.ends[i]
+    }
+
+    /// The fields.
+    fn count(&self) -> usize {
+        self.ends.len() - 1
+    }
+
+    /// The length of the longest field.
+    fn widest(&self) -> usize {
+        (0..self.count()).map(|i| self.len(i)).max().unwrap_or(0)
     }
 }
 

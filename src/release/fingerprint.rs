@@ -44,23 +44,39 @@ fn is_zero(v: &u64) -> bool {
 /// The hash seed (fixed: the same text hashes the same in both tables of one comparison).
 const SEED: u64 = 0x5eed_0001;
 
-/// A fixed-key hash of a value of `column` (the same value hashes the same in both tables of one
-/// comparison): a text, or `None` for a null told apart from the empty text (its separator byte
-/// 0xfe never occurs in UTF-8, where a text's 0xff neither does, so no text hashes like it).
-fn hash_value(seed: u64, column: &str, text: Option<&str>) -> u64 {
-    let state =
-        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
-    let mut h = state.build_hasher();
-    h.write_u64(seed);
-    h.write(column.as_bytes());
-    match text {
-        Some(t) => {
-            h.write_u8(0xff);
-            h.write(t.as_bytes());
-        }
-        None => h.write_u8(0xfe),
+/// The fixed-key hash of the values of one column (the same value hashes the same in both
+/// tables of one comparison): the hasher's state after the seed and the column's name, taken up
+/// again for each value (a column of unique values hashed its name once per row).
+#[derive(Clone)]
+struct ColumnHash {
+    prefix: std::collections::hash_map::DefaultHasher,
+}
+
+impl ColumnHash {
+    /// The hash of the values of `column`, seeded with `seed`.
+    fn new(seed: u64, column: &str) -> Self {
+        let state =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let mut prefix = state.build_hasher();
+        prefix.write_u64(seed);
+        prefix.write(column.as_bytes());
+        ColumnHash { prefix }
     }
-    h.finish()
+
+    /// The hash of a text, or of `None` for a null told apart from the empty text (its
+    /// separator byte 0xfe never occurs in UTF-8, where a text's 0xff neither does, so no text
+    /// hashes like it).
+    fn value(&self, text: Option<&str>) -> u64 {
+        let mut h = self.prefix.clone();
+        match text {
+            Some(t) => {
+                h.write_u8(0xff);
+                h.write(t.as_bytes());
+            }
+            None => h.write_u8(0xfe),
+        }
+        h.finish()
+    }
 }
 
 /// splitmix64's finalizer: a row's summed value hashes become one well-mixed row hash.
@@ -100,15 +116,16 @@ impl Fingerprint {
         // column holds a null).
         let mut null_delta: Vec<u64> = Vec::new();
         for (&name, text) in names.iter().zip(texts) {
-            let empty = hash_value(SEED, name, Some(""));
-            let shift = hash_value(SEED, name, None).wrapping_sub(empty);
+            let hash = ColumnHash::new(SEED, name);
+            let empty = hash.value(Some(""));
+            let shift = hash.value(None).wrapping_sub(empty);
             // One hash per distinct value; the null key (if any) last.
             let mut hashes: Vec<u64> = (0..text.values.len())
                 .map(|i| {
                     if text.values.is_null(i) {
                         empty
                     } else {
-                        hash_value(SEED, name, Some(text.values.value(i)))
+                        hash.value(Some(text.values.value(i)))
                     }
                 })
                 .collect();
@@ -513,5 +530,51 @@ impl datafusion::physical_plan::ExecutionPlan for FingerprintExec {
         Ok(Box::pin(
             datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, mapped),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value's hash is the hash of the seed, the column's name and the value written at once
+    /// (as fingerprints were computed before the column's state was kept): fingerprints do not
+    /// change, whichever build computed them (a cluster's executors, a stored report).
+    #[test]
+    fn a_column_hash_is_the_hash_of_seed_name_and_value() {
+        let whole = |column: &str, text: Option<&str>| {
+            let mut h = std::collections::hash_map::DefaultHasher::default();
+            h.write_u64(SEED);
+            h.write(column.as_bytes());
+            match text {
+                Some(t) => {
+                    h.write_u8(0xff);
+                    h.write(t.as_bytes());
+                }
+                None => h.write_u8(0xfe),
+            }
+            h.finish()
+        };
+        for column in [
+            "",
+            "a",
+            "native-country",
+            "a column name longer than a block",
+        ] {
+            let hash = ColumnHash::new(SEED, column);
+            for text in [
+                None,
+                Some(""),
+                Some("x"),
+                Some("United-States"),
+                Some("é\"long value, 30 bytes"),
+            ] {
+                assert_eq!(hash.value(text), whole(column, text), "{column} {text:?}");
+            }
+        }
+        assert_ne!(
+            ColumnHash::new(SEED, "a").value(Some("")),
+            ColumnHash::new(SEED, "a").value(None)
+        );
     }
 }
