@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CSV at ETL scale: adult x 100 (3,016,200 rows, 251 MB, `;`-separated, as read) with ARX's
 # hierarchies and ARX's 7 QIs, whole process, verified CSV release:
-#   anonymize --pick --require 'k>=5' (0 % suppression; also with the text values quoted), --require 'k>=5,l>=3' at 1 %, the first
+#   anonymize --pick --require 'k>=5' (0 % suppression; also with the text values quoted, and with a
+#   column of unique values added), --require 'k>=5,l>=3' at 1 %, the first
 #   with a Parquet release too, and pbg lattice (every index of 2160 nodes); then adult x 1000
 #   (30,162,000 rows, 2.5 GB) with `BIG=1`. The report's `input_reads` says whether the release came from the rows pass 1 kept.
 #   With ARX_CP set (see benches/arx_pick.sh), ARX's Flash runs on the same 3 M-row file: its
@@ -34,6 +35,11 @@ for line in open(sys.argv[1]):
     print(';'.join(f if f.isdigit() else '\"' + f + '\"' for f in line.rstrip('\r\n').split(';')))
 " "$out/adult3m.csv" > "$out/adult3m_q.csv"
 profile adult3m_q.csv "$out/p3mq.toml"
+# The same rows with a column of unique values first (a row number, not an identifier: released as
+# it is), as person data often has (IDs, amounts, timestamps).
+[ -f "$out/adult3m_id.csv" ] || awk 'BEGIN { FS = OFS = ";" } NR == 1 { print "rid", $0; next } { print NR + 1000000, $0 }' \
+  "$out/adult3m.csv" > "$out/adult3m_id.csv"
+profile adult3m_id.csv "$out/p3mid.toml"
 report() {
   python3 -c "import json; r=json.load(open('$out/report.json')); print('  node', r['node'], 'released', r['rows_released'], 'input_reads', r['input_reads'], {k: round(v, 2) for k, v in r['timings'].items()})"
 }
@@ -43,6 +49,8 @@ for i in 1 2 3; do
   /usr/bin/time -f "3M quoted CSV, k>=5: %e s wall, peak %M KB" $pbg anonymize "$out/p3mq.toml" --pick \
     --require 'k>=5' --minimize glm --output "$out/release_q.csv" > "$out/report.json"; report
   cmp "$out/release.csv" "$out/release_q.csv"
+  /usr/bin/time -f "3M CSV with a unique column, k>=5: %e s wall, peak %M KB" $pbg anonymize "$out/p3mid.toml" --pick \
+    --require 'k>=5' --minimize glm --output "$out/release_id.csv" > "$out/report.json"; report
   /usr/bin/time -f "3M CSV, k>=5,l>=3, 1 pct: %e s wall, peak %M KB" $pbg anonymize "$out/p3m.toml" --pick \
     --require 'k>=5,l>=3' --suppression-limit 1% --minimize glm --output "$out/release.csv" > "$out/report.json"; report
   /usr/bin/time -f "3M CSV, k>=5, Parquet release: %e s wall, peak %M KB" $pbg anonymize "$out/p3m.toml" --pick \
