@@ -75,9 +75,19 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
 fn offset_strings<O: arrow::array::OffsetSizeTrait>(
     column: &arrow::array::GenericStringArray<O>,
 ) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
+    keyed_texts(column, 0)
+}
+
+/// [`text_column`] of offset-encoded text, its table made with room for `texts` distinct texts:
+/// a caller that expects many (the CSV decoder, for a column that held many in its last batch)
+/// saves the table's growth from 64 slots, in every batch, to thousands.
+pub(crate) fn keyed_texts<O: arrow::array::OffsetSizeTrait>(
+    column: &arrow::array::GenericStringArray<O>,
+    texts: usize,
+) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
     let data = column.value_data();
     let offsets = column.value_offsets();
-    ShortTextTable::new(column)
+    ShortTextTable::with_room(column, texts.min(column.len()))
         .encode(|row| buffer_words(data, offsets[row].as_usize(), offsets[row + 1].as_usize()))
 }
 
@@ -112,10 +122,15 @@ struct ShortTextTable<A> {
 impl<'a, A: ArrayAccessor<Item = &'a str>> ShortTextTable<A> {
     /// An empty table over `column`, with fresh random seeds.
     fn new(column: A) -> Self {
+        Self::with_room(column, 0)
+    }
+
+    /// An empty table over `column`, with fresh random seeds and room for `texts` distinct texts.
+    fn with_room(column: A, texts: usize) -> Self {
         ShortTextTable {
             column,
-            table: WordTable::new(),
-            firsts: Vec::new(),
+            table: WordTable::with_room(texts),
+            firsts: Vec::with_capacity(texts),
         }
     }
 
@@ -277,6 +292,29 @@ mod tests {
             keys: dict.keys().clone(),
             values: values.as_string::<i32>().clone(),
         }
+    }
+
+    /// A table made with room for any number of texts keys a column as one grown from 64 slots:
+    /// the same keys, distinct texts and nulls.
+    #[test]
+    fn room_made_for_texts_keys_alike() {
+        let column: StringArray = (0..5000)
+            .map(|i| (i % 7 != 3).then(|| format!("value {} of a text over 24 bytes", i % 1500)))
+            .collect();
+        let grown = keyed_texts(&column, 0).unwrap();
+        for room in [1, 1024, 1500, 5000, 1 << 20] {
+            let made = keyed_texts(&column, room).unwrap();
+            assert_eq!(made.keys, grown.keys, "room {room}");
+            assert_eq!(made.values, grown.values, "room {room}");
+        }
+        assert_eq!(grown.values.len(), 1500);
+        assert_eq!(
+            texts(&grown),
+            column
+                .iter()
+                .map(|t| t.map(String::from))
+                .collect::<Vec<_>>()
+        );
     }
 
     proptest! {

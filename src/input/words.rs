@@ -146,6 +146,16 @@ impl WordTable {
         }
     }
 
+    /// An empty table with fresh random seeds and room for `texts` texts without growing.
+    pub(crate) fn with_room(texts: usize) -> Self {
+        let mut table = Self::new();
+        let slots = texts.saturating_mul(4).checked_next_power_of_two();
+        if let Some(slots) = slots.filter(|&n| n > table.slots.len()) {
+            table.slots = vec![(TextWords::default(), 0); slots];
+        }
+        table
+    }
+
     /// Forgets every text, keeping the seeds and the room.
     pub(crate) fn clear(&mut self) {
         if self.len > 0 {
@@ -253,6 +263,23 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// A table made with room for n texts numbers n texts without growing, and a quarter full
+    /// at most.
+    #[test]
+    fn room_made_holds_its_texts_without_growing() {
+        for n in [0usize, 1, 16, 17, 1000, 8192] {
+            let mut table = WordTable::with_room(n);
+            let slots = table.slots.len();
+            assert!(slots >= 64 && slots >= 4 * n, "{n}: {slots}");
+            for i in 0..n {
+                let text = format!("t{i}");
+                let (key, new) = table.key(TextWords::of(text.as_bytes()), |_| true).unwrap();
+                assert_eq!((key, new), (i as u32, true));
+            }
+            assert_eq!(table.slots.len(), slots, "{n} texts grew the table");
+        }
+    }
 
     proptest! {
         /// Texts crafted to collide under an xor of their words (one length, one last word, one

@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanBufferBuilder, DictionaryArray, RecordBatch, StringArray, UInt32Array,
+    Array, ArrayRef, BooleanBufferBuilder, DictionaryArray, RecordBatch, StringArray, UInt32Array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
@@ -42,8 +42,9 @@ enum ColumnBuilder {
     /// A keyed column whose batch held over [`KEYED_DISTINCT`] distinct texts: its texts are
     /// kept as read and keyed column by column when the batch is built, so that one table of
     /// distinct texts at a time is alive and in cache (with a table per column filled row by row,
-    /// 200 columns of unique values took 2.5 times as long, and 185 MB more).
-    KeyedLater(TextBuilder),
+    /// 200 columns of unique values took 2.5 times as long, and 185 MB more). With it, the
+    /// distinct texts its last batch held: room made for as many in the next one's table.
+    KeyedLater(TextBuilder, usize),
 }
 
 /// The most distinct texts of a batch that a column keys as it reads them (a table of at most
@@ -64,10 +65,11 @@ impl ColumnBuilder {
     #[inline(always)]
     fn push(&mut self, line: &[u8], start: usize, end: usize) {
         match self {
-            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b) => b.push(line, start, end),
+            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b, _) => b.push(line, start, end),
             ColumnBuilder::Keyed(b) => {
-                if b.push(line, start, end) > b.limit {
-                    *self = ColumnBuilder::KeyedLater(b.texts());
+                let distinct = b.push(line, start, end);
+                if distinct > b.limit {
+                    *self = ColumnBuilder::KeyedLater(b.texts(), distinct);
                 }
             }
         }
@@ -76,7 +78,7 @@ impl ColumnBuilder {
     /// Takes back the last value pushed (of a record a chunk ended inside).
     fn pop(&mut self) {
         match self {
-            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b) => b.pop(),
+            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b, _) => b.pop(),
             ColumnBuilder::Keyed(b) => b.pop(),
         }
     }
@@ -94,12 +96,12 @@ impl ColumnBuilder {
                 std::mem::replace(b, TextBuilder::new(rows)).finish(first_line, field)
             }
             ColumnBuilder::Keyed(b) => b.finish(first_line, field),
-            ColumnBuilder::KeyedLater(b) => {
+            ColumnBuilder::KeyedLater(b, distinct) => {
                 let text =
-                    std::mem::replace(b, TextBuilder::new(rows)).finish(first_line, field)?;
+                    std::mem::replace(b, TextBuilder::new(rows)).strings(first_line, field)?;
                 // The same keys and distinct texts as keying while reading gives.
-                let keyed = crate::input::text::text_column(&text)
-                    .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+                let keyed = crate::input::text::keyed_texts(&text, *distinct)?;
+                *distinct = keyed.values.len();
                 Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
                     keyed.keys,
                     Arc::new(keyed.values),
@@ -169,9 +171,14 @@ impl TextBuilder {
             .truncate(self.offsets.last().map_or(0, |&o| o as usize));
     }
 
+    /// The column as an array ([`Self::strings`]).
+    fn finish(self, first_line: usize, field: usize) -> Result<ArrayRef, ArrowError> {
+        Ok(Arc::new(self.strings(first_line, field)?))
+    }
+
     /// The column as a string array: its bytes checked to be UTF-8 with every value starting on
     /// a character (so each value is UTF-8 on its own), its offsets to fit i32.
-    fn finish(self, first_line: usize, field: usize) -> Result<ArrayRef, ArrowError> {
+    fn strings(self, first_line: usize, field: usize) -> Result<StringArray, ArrowError> {
         let rows = self.offsets.len() - 1;
         let nulls = null_buffer(&self.nulls, rows);
         let (offsets, data) = text_buffers(self.offsets, self.data, first_line, field)?;
@@ -179,7 +186,7 @@ impl TextBuilder {
         // (so that each value is UTF-8 on its own); only a failure is looked at again, to name
         // its line.
         match StringArray::try_new(offsets.clone(), data.clone(), nulls) {
-            Ok(array) => Ok(Arc::new(array)),
+            Ok(array) => Ok(array),
             Err(_) => {
                 let value = invalid_value(&offsets, &data);
                 Err(invalid_text(first_line + value, field))
