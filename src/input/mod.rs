@@ -147,9 +147,8 @@ async fn open_path(
             .with_has_header(true)
             .with_delimiter(delimiter)
             .with_newlines_in_values(quoting == Quoting::LineBreaks)
-            // Every column is read as text: only the header's names are wanted, so no
-            // records are parsed to guess types (`check_files` has made sure that all
-            // files share the first one's header).
+            // Every column is read as text, named by pbg's header read (below): no records
+            // are ever parsed to guess types.
             .with_schema_infer_max_rec(0)
     };
     // Records that are lines (no quoted value spans one) are decoded by pbg's scan, unless the
@@ -161,41 +160,18 @@ async fn open_path(
         FileKind::Csv => Arc::new(csv()),
     };
     let options = ListingOptions::new(format).with_file_extension(ext);
-    let schema = options
-        .infer_schema(&state, &url)
-        .await
-        .map_err(|e| df_error(&input, e))?;
-    if schema.fields().is_empty() {
-        return Err(PbgError::EmptyTable {
-            path: path.to_path_buf(),
-        });
-    }
-    // The names are those of pbg's header read: DataFusion's schema inference cut a quoted name
-    // holding a line break at the break (the release renamed that column, or lost the columns
-    // after it), while its reader, quote-aware, skips that header whole. Without a quoted line
-    // break the two reads must agree on the columns.
-    if kind == FileKind::Csv
-        && quoting != Quoting::LineBreaks
-        && checked.header.len() != schema.fields().len()
-    {
-        return Err(PbgError::Format {
-            path: path.to_path_buf(),
-            message: format!(
-                "its header has {} columns ({}), but DataFusion reads {} ({})",
-                checked.header.len(),
-                checked.header.join(", "),
-                schema.fields().len(),
-                schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        });
-    }
+    // A CSV table's columns are those of pbg's header read (quote-aware, arrow's rules, checked
+    // to agree across files), every one text. DataFusion's schema inference is not asked: it cut
+    // a quoted name holding a line break at the break (the release renamed that column), and it
+    // refused a valid file whose lines end in `\r` alone and hold a `"` inside an unquoted value
+    // (its line splitter took the whole file for one line with an unclosed quote). Whether the
+    // header has the records' width, the decoders check on every record (a ragged record is an
+    // error naming its line).
     let schema: SchemaRef = match kind {
-        FileKind::Parquet => schema,
+        FileKind::Parquet => options
+            .infer_schema(&state, &url)
+            .await
+            .map_err(|e| df_error(&input, e))?,
         FileKind::Csv => Arc::new(Schema::new(
             checked
                 .header
@@ -211,6 +187,11 @@ async fn open_path(
                 .collect::<Vec<_>>(),
         )),
     };
+    if schema.fields().is_empty() {
+        return Err(PbgError::EmptyTable {
+            path: path.to_path_buf(),
+        });
+    }
     // On the names the table is read with (pbg's for CSV).
     check_unique_columns(&input, &schema)?;
     let partitions = options
