@@ -162,23 +162,49 @@ pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
     })
 }
 
-/// The header of a CSV file: its first record ([`first_record`]), so it is the header DataFusion
-/// will read; a leading BOM is dropped.
+/// The header of a CSV file: its first record ([`record_fields`]), so it is the header its rows
+/// are read under; a leading BOM is dropped. A file holding no record (empty, or blank lines
+/// only) is an empty table; a header naming no column (an empty first line is skipped, so a
+/// byte-order mark alone) is refused.
 fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
-    let mut names = first_record(path, delimiter)?;
+    let Some(mut names) = record_fields(path, delimiter)? else {
+        return Err(PbgError::EmptyTable {
+            path: path.to_path_buf(),
+        });
+    };
     if let Some(first) = names.first_mut()
         && let Some(rest) = first.strip_prefix('\u{feff}')
     {
         *first = rest.to_string();
     }
+    if names.len() == 1 && names[0].is_empty() {
+        let tiny = std::fs::metadata(path).is_ok_and(|m| m.len() <= 4);
+        return Err(match tiny {
+            true => PbgError::EmptyTable {
+                path: path.to_path_buf(),
+            },
+            false => PbgError::Format {
+                path: path.to_path_buf(),
+                message: "its header names no column (its first record is empty): a CSV input starts with a header row naming its columns".into(),
+            },
+        });
+    }
     Ok(names)
 }
 
-/// The fields of the first record of a CSV file (at least one), tokenized by csv-core with the
-/// settings arrow's CSV reader gives it (`"` quotes, doubled inner quotes, a record ends at `\n`,
-/// `\r\n` or a lone `\r` outside quotes), so they are the fields arrow will read: a quoted field
-/// may hold the delimiter and line breaks.
+/// The fields of the first record of a CSV file (at least one: an empty field if the file holds
+/// no record), see [`record_fields`].
 pub(crate) fn first_record(path: &Path, delimiter: u8) -> Result<Vec<String>> {
+    Ok(record_fields(path, delimiter)?.unwrap_or_else(|| vec![String::new()]))
+}
+
+/// The fields of the first record of a CSV file, `None` if it holds none (empty, or blank lines
+/// only), tokenized by csv-core with the settings arrow's CSV reader gives it (`"` quotes, doubled
+/// inner quotes, a record ends at `\n`, `\r\n` or a lone `\r` outside quotes), so they are the
+/// fields arrow will read: a quoted field may hold the delimiter and line breaks. A field that is
+/// not UTF-8 is refused (a column name made of replacement characters would be released, and two
+/// files' different bytes would read as one name).
+fn record_fields(path: &Path, delimiter: u8) -> Result<Option<Vec<String>>> {
     use csv_core::{ReadRecordResult, ReaderBuilder};
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
@@ -212,17 +238,24 @@ pub(crate) fn first_record(path: &Path, delimiter: u8) -> Result<Vec<String>> {
             ReadRecordResult::Record | ReadRecordResult::End => break,
         }
     }
+    if fields == 0 {
+        return Ok(None);
+    }
     // Field ends count from the record's start.
     let mut names = Vec::with_capacity(fields);
     let mut from = 0;
-    for &end in &ends[..fields] {
-        names.push(String::from_utf8_lossy(&out[from..end]).into_owned());
+    for (i, &end) in ends[..fields].iter().enumerate() {
+        let name = String::from_utf8(out[from..end].to_vec()).map_err(|_| PbgError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "field {} of its first record (the header) is not UTF-8 text: save the file as UTF-8",
+                i + 1
+            ),
+        })?;
+        names.push(name);
         from = end;
     }
-    if names.is_empty() {
-        names.push(String::new());
-    }
-    Ok(names)
+    Ok(Some(names))
 }
 
 /// The arrow schema stored in a Parquet file's footer (no data read).
@@ -316,12 +349,6 @@ pub(super) async fn check_files(
                 .map(|x| x.name().clone())
                 .collect(),
         };
-        if names.iter().all(|n| n.is_empty()) {
-            let empty = std::fs::metadata(f).map(|m| m.len() <= 1).unwrap_or(false);
-            if kind == FileKind::Csv && empty {
-                return Err(PbgError::EmptyTable { path: f.clone() });
-            }
-        }
         for (i, n) in names.iter().enumerate() {
             if let Some(j) = names[..i].iter().position(|m| m == n) {
                 return Err(PbgError::Format {
@@ -396,6 +423,38 @@ mod tests {
         names
     }
 
+    /// A header is UTF-8 or refused (its bytes were replaced by U+FFFD and released, and two
+    /// files' different bytes read as one name); a file of no record (blank lines, a byte-order
+    /// mark alone) is an empty table; a first record naming no column is refused, saying so.
+    #[test]
+    fn headers_that_are_not_text_or_name_nothing_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            csv_header(&path, b';').map_err(|e| e.to_string())
+        };
+        let e = header("latin1.csv", b"age;s\xe9x\n39;M\n").unwrap_err();
+        assert!(e.contains("field 2") && e.contains("not UTF-8"), "{e}");
+        let e = header("quoted.csv", b"\"a\xff\";b\n1;2\n").unwrap_err();
+        assert!(e.contains("field 1") && e.contains("not UTF-8"), "{e}");
+        for (name, bytes) in [
+            ("blank.csv", &b"\n\r\n\n\n\n"[..]),
+            ("bom.csv", b"\xEF\xBB\xBF"),
+            ("bom-line.csv", b"\xEF\xBB\xBF\n"),
+            ("nothing.csv", b""),
+        ] {
+            let e = header(name, bytes).unwrap_err();
+            assert!(e.contains("empty"), "{name}: {e}");
+        }
+        let e = header("unnamed.csv", b"\"\"\nx\ny\n").unwrap_err();
+        assert!(e.contains("names no column"), "{e}");
+        assert_eq!(
+            header("ok.csv", b"\n\nage;sex\n1;2\n"),
+            Ok(vec!["age".into(), "sex".into()])
+        );
+    }
+
     /// Records end at `\n`, `\r\n` and a lone `\r`, as in arrow's reader: a file whose lines end
     /// in `\r` alone has a header of its first line, not the whole file.
     #[test]
@@ -423,6 +482,5 @@ mod tests {
             header_of("inner", b"height\",w\n1,2\n3,4\n", b','),
             vec!["height\"", "w"]
         );
-        assert_eq!(header_of("empty", b"", b','), vec![""]);
     }
 }
