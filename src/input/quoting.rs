@@ -61,7 +61,7 @@ fn quoting_in_order(path: &Path, delimiter: u8, columns: &[String]) -> Result<Qu
     let column = |field: usize| {
         columns.get(field).map_or_else(
             || format!("field {}", field + 1),
-            |c| format!("column `{c}`"),
+            |c| format!("column `{}`", shown(c)),
         )
     };
     let fail = |message: String| PbgError::Format {
@@ -100,6 +100,19 @@ fn quoting_in_order(path: &Path, delimiter: u8, columns: &[String]) -> Result<Qu
     })
 }
 
+/// A column's name as a message shows it: at most its first 40 characters, up to its first line
+/// break or other control character. A header whose quoted name is never closed reads the rest
+/// of the file as that name, and the message printed every record (person data, into logs).
+fn shown(name: &str) -> String {
+    let head: String = name
+        .chars()
+        .take_while(|c| !c.is_control())
+        .take(40)
+        .collect();
+    let more = if head.len() < name.len() { "…" } else { "" };
+    format!("{head}{more}")
+}
+
 /// The state of [`csv_quoting`]'s scan between chunks of a file.
 #[derive(Debug)]
 struct QuoteScan {
@@ -117,6 +130,10 @@ struct QuoteScan {
     opened: (usize, usize),
     /// A line break was seen inside a quoted value.
     line_break: bool,
+    /// Bytes scanned before the chunk at hand, and the offset just past the last `\r` seen: a
+    /// `\n` there ends no second line (`\r\n`), while a `\r` alone ends one, as in arrow.
+    scanned: u64,
+    after_cr: u64,
 }
 
 impl Default for QuoteScan {
@@ -130,19 +147,31 @@ impl Default for QuoteScan {
             field: 0,
             opened: (1, 0),
             line_break: false,
+            scanned: 0,
+            after_cr: u64::MAX,
         }
     }
 }
 
 impl QuoteScan {
-    /// Moves past a delimiter or line terminator `b` outside quotes.
-    fn separator(&mut self, b: u8) {
+    /// Moves past a delimiter or line terminator `b` outside quotes, at offset `at`.
+    fn separator(&mut self, b: u8, at: u64) {
         self.start = true;
         if b == self.delimiter {
             self.field += 1;
         } else {
             self.field = 0;
-            self.line += usize::from(b == b'\n');
+            self.line_end(b, at);
+        }
+    }
+
+    /// Counts the line the terminator `b` at offset `at` ends (none for the `\n` of `\r\n`).
+    fn line_end(&mut self, b: u8, at: u64) {
+        if b == b'\r' {
+            self.line += 1;
+            self.after_cr = at + 1;
+        } else if at != self.after_cr {
+            self.line += 1;
         }
     }
 
@@ -152,11 +181,17 @@ impl QuoteScan {
         if chunk.is_empty() {
             return None;
         }
+        // The offset of `chunk[i]` in the file, as `chunk` is cut down from the front.
+        let (base, total) = (self.scanned, chunk.len() as u64);
+        self.scanned += total;
+        let at = |rest: &[u8], i: usize| base + total - rest.len() as u64 + i as u64;
         if !self.quoted && !self.quote && memchr::memchr(b'"', chunk).is_none() {
             // No quote: only the line, the field and whether a field starts next move on.
             match memchr::memrchr2(b'\n', b'\r', chunk) {
                 Some(last) => {
-                    self.line += memchr::memchr_iter(b'\n', chunk).count();
+                    for i in memchr::memchr2_iter(b'\n', b'\r', chunk) {
+                        self.line_end(chunk[i], base + i as u64);
+                    }
                     self.field = memchr::memchr_iter(d, &chunk[last + 1..]).count();
                 }
                 None => self.field += memchr::memchr_iter(d, chunk).count(),
@@ -176,7 +211,7 @@ impl QuoteScan {
                     }
                     self.quoted = false;
                     if b == d || b == b'\n' || b == b'\r' {
-                        self.separator(b);
+                        self.separator(b, at(chunk, 0) - 1);
                         continue;
                     }
                     return Some((self.line, self.field));
@@ -188,7 +223,7 @@ impl QuoteScan {
                             self.quote = true;
                         } else {
                             self.line_break = true;
-                            self.line += usize::from(chunk[i] == b'\n');
+                            self.line_end(chunk[i], at(chunk, i));
                         }
                         chunk = &chunk[i + 1..];
                     }
@@ -204,7 +239,7 @@ impl QuoteScan {
                         chunk = &[];
                     }
                     Some(i) => {
-                        self.separator(chunk[i]);
+                        self.separator(chunk[i], at(chunk, i));
                         chunk = &chunk[i + 1..];
                     }
                 }
@@ -432,6 +467,49 @@ pub(super) mod tests {
         assert_eq!(ok("empty", "\"\";\"\";\"\"\n"), Ok(false));
         let bom = quoting("bom", b"\xEF\xBB\xBF\"a\";b;c\n1;2;3\n");
         assert_eq!(bom, Ok(false));
+    }
+
+    /// Lines ended by `\r` alone, `\n` or `\r\n`, mixed and cut anywhere, are counted as an
+    /// editor shows them (the check named line 1 for a fault on line 7 of a file whose lines end
+    /// in `\r`); a column's name is shown short and escaped (a header's quoted name never
+    /// closed is the rest of the file, which the message printed).
+    #[test]
+    fn faults_name_their_line_whatever_ends_lines() {
+        let e = quoting("cr", b"a;b;c\r1;2;3\r4;5;6\r7;\"8;9\r").unwrap_err();
+        assert!(
+            e.contains("line 4, column `b`") && e.contains("never closed"),
+            "{e}"
+        );
+        let e = quoting("mixed", b"a;b;c\r\n1;2;3\r4;5;6\n\r\n7;8;\"9\"x\r").unwrap_err();
+        assert!(e.contains("line 5, column `c`"), "{e}");
+        let text: &[u8] = b"a\r\nb\rc\n\"d\re\r\nf\";g\r\r\n\nh;\"i\"\r";
+        let want = 1
+            + text.iter().filter(|&&b| b == b'\r').count()
+            + text
+                .windows(2)
+                .filter(|w| w[1] == b'\n' && w[0] != b'\r')
+                .count();
+        for cut in 0..=text.len() {
+            for cut2 in cut..=text.len() {
+                let mut scan = QuoteScan {
+                    delimiter: b';',
+                    ..QuoteScan::default()
+                };
+                for piece in pieces(text, vec![cut, cut2]) {
+                    assert_eq!(scan.chunk(piece), None);
+                }
+                assert_eq!(scan.line, want, "cut at {cut} and {cut2}");
+            }
+        }
+        let path =
+            std::env::temp_dir().join(format!("pbg-quoting-long-{}.csv", std::process::id()));
+        let rest = "1;2;3\n".repeat(1000);
+        std::fs::write(&path, format!("a;\"b\n{rest}")).unwrap();
+        let columns = ["a".to_string(), format!("b\n{rest}")];
+        let e = csv_quoting(&path, b';', &columns).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(e.contains("line 1, column `b…`"), "{e}");
+        assert!(!e.contains("1;2;3"), "{e}");
     }
 
     proptest::proptest! {
