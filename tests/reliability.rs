@@ -835,6 +835,16 @@ fn subdirectories_upper_case_extensions_and_empty_files() {
     let p = profile(dir.path(), &empty, false, "");
     let err = fails(&["evaluate", &p, "--node", "0"]);
     assert!(err.contains("empty"), "{err}");
+    // One empty (or blank) file among others is named as such, not as an empty table.
+    for blank in ["", "\n\n"] {
+        write(&d, "z.CSV", blank);
+        let p = profile(dir.path(), d.to_str().unwrap(), false, "");
+        let err = fails(&["evaluate", &p, "--node", "0"]);
+        assert!(
+            err.contains("z.CSV") && err.contains("holds no header and no rows"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -342,7 +342,14 @@ pub(super) async fn check_files(
     let mut first: Option<(PathBuf, Vec<String>)> = None;
     for f in &files {
         let names: Vec<String> = match kind {
-            FileKind::Csv => csv_header(f, delimiter)?,
+            // One empty file among others is no empty table: it is named as what it is.
+            FileKind::Csv => csv_header(f, delimiter).map_err(|e| match e {
+                PbgError::EmptyTable { path } if files.len() > 1 => PbgError::Format {
+                    path,
+                    message: "this file of the input holds no header and no rows (it is empty, or blank lines): remove it, or give the other files alone".into(),
+                },
+                e => e,
+            })?,
             FileKind::Parquet => parquet_schema(f)?
                 .fields()
                 .iter()
