@@ -137,9 +137,8 @@ impl CsvQuoting {
         let text = (offsets[n] - offsets[0]) as usize;
         let mut fields = Fields {
             bytes: Vec::with_capacity(text + 2 * (n + 1)),
-            ends: Vec::with_capacity(n + 2),
+            spans: Vec::with_capacity(n + 1),
         };
-        fields.ends.push(0);
         for i in 0..=n {
             let start = fields.bytes.len();
             if !first {
@@ -156,38 +155,39 @@ impl CsvQuoting {
             if last {
                 fields.bytes.push(b'\n');
             }
-            fields.ends.push(fields.bytes.len());
+            fields.spans.push((start, fields.bytes.len() - start));
         }
         fields
     }
 }
 
-/// The encoded fields of one column, one after another: field `i` is
-/// `bytes[ends[i]..ends[i + 1]]`.
+/// The encoded fields of one column, one after another in `bytes`: field `i` starts at
+/// `spans[i].0` and is `spans[i].1` bytes long (one look-up for a row's length).
 struct Fields {
     bytes: Vec<u8>,
-    ends: Vec<usize>,
+    spans: Vec<(usize, usize)>,
 }
 
 impl Fields {
     /// Field `i`.
     fn get(&self, i: usize) -> &[u8] {
-        &self.bytes[self.ends[i]..self.ends[i + 1]]
+        let (start, len) = self.spans[i];
+        &self.bytes[start..start + len]
     }
 
     /// The length of field `i`.
     fn len(&self, i: usize) -> usize {
-        self.ends[i + 1] - self.ends[i]
+        self.spans[i].1
     }
 
     /// The fields.
     fn count(&self) -> usize {
-        self.ends.len() - 1
+        self.spans.len()
     }
 
     /// The length of the longest field.
     fn widest(&self) -> usize {
-        (0..self.count()).map(|i| self.len(i)).max().unwrap_or(0)
+        self.spans.iter().map(|s| s.1).max().unwrap_or(0)
     }
 }
 

@@ -42,9 +42,8 @@ enum ColumnBuilder {
     /// A keyed column whose batch held over [`KEYED_DISTINCT`] distinct texts: its texts are
     /// kept as read and keyed column by column when the batch is built, so that one table of
     /// distinct texts at a time is alive and in cache (with a table per column filled row by row,
-    /// 200 columns of unique values took 2.5 times as long, and 185 MB more). With it, the
-    /// distinct texts its last batch held: room made for as many in the next one's table.
-    KeyedLater(TextBuilder, usize),
+    /// 200 columns of unique values took 2.5 times as long, and 185 MB more).
+    KeyedLater(TextBuilder),
 }
 
 /// The most distinct texts of a batch that a column keys as it reads them (a table of at most
@@ -65,11 +64,10 @@ impl ColumnBuilder {
     #[inline(always)]
     fn push(&mut self, line: &[u8], start: usize, end: usize) {
         match self {
-            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b, _) => b.push(line, start, end),
+            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b) => b.push(line, start, end),
             ColumnBuilder::Keyed(b) => {
-                let distinct = b.push(line, start, end);
-                if distinct > b.limit {
-                    *self = ColumnBuilder::KeyedLater(b.texts(), distinct);
+                if b.push(line, start, end) > b.limit {
+                    *self = ColumnBuilder::KeyedLater(b.texts());
                 }
             }
         }
@@ -78,30 +76,34 @@ impl ColumnBuilder {
     /// Takes back the last value pushed (of a record a chunk ended inside).
     fn pop(&mut self) {
         match self {
-            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b, _) => b.pop(),
+            ColumnBuilder::Text(b) | ColumnBuilder::KeyedLater(b) => b.pop(),
             ColumnBuilder::Keyed(b) => b.pop(),
         }
     }
 
     /// The column filled so far as an array (its rows from line `first_line`, file column
-    /// `field`, counted from 1), leaving the builder empty, with room for `rows` values.
+    /// `field`, counted from 1), leaving the builder empty, with room for `rows` values. A
+    /// column keyed when the batch is built makes its table with room for the distinct texts of
+    /// its last batch, `room`, and sets it to this batch's (the hint stays out of the builder:
+    /// a wider variant cost the scan's hot loop 4 % more instructions).
     fn finish(
         &mut self,
         rows: usize,
         first_line: usize,
         field: usize,
+        room: &mut usize,
     ) -> Result<ArrayRef, ArrowError> {
         match self {
             ColumnBuilder::Text(b) => {
                 std::mem::replace(b, TextBuilder::new(rows)).finish(first_line, field)
             }
             ColumnBuilder::Keyed(b) => b.finish(first_line, field),
-            ColumnBuilder::KeyedLater(b, distinct) => {
+            ColumnBuilder::KeyedLater(b) => {
                 let text =
                     std::mem::replace(b, TextBuilder::new(rows)).strings(first_line, field)?;
                 // The same keys and distinct texts as keying while reading gives.
-                let keyed = crate::input::text::keyed_texts(&text, *distinct)?;
-                *distinct = keyed.values.len();
+                let keyed = crate::input::text::keyed_texts(&text, (*room).max(KEYED_DISTINCT))?;
+                *room = keyed.values.len();
                 Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
                     keyed.keys,
                     Arc::new(keyed.values),
@@ -494,6 +496,9 @@ pub struct TextDecoder {
     origin: String,
     /// The text of a quoted value holding `""`, each made one `"`.
     unquoted: Vec<u8>,
+    /// Per output column, the distinct texts of its last batch keyed when built (see
+    /// [`ColumnBuilder::finish`]).
+    rooms: Vec<usize>,
 }
 
 impl TextDecoder {
@@ -515,11 +520,12 @@ impl TextDecoder {
             }
         }
         let batch_size = batch_size.max(1);
-        let builders = schema
+        let builders: Vec<ColumnBuilder> = schema
             .fields()
             .iter()
             .map(|f| ColumnBuilder::new(f.data_type(), batch_size))
             .collect();
+        let rooms = vec![0; builders.len()];
         TextDecoder {
             schema,
             delimiter,
@@ -535,6 +541,7 @@ impl TextDecoder {
             slot_of,
             origin: String::new(),
             unquoted: Vec::new(),
+            rooms,
         }
     }
 
@@ -818,17 +825,15 @@ impl TextDecoder {
         let rows = std::mem::take(&mut self.rows);
         // The batch's first record's line: its records are the last `rows` decoded.
         let first_line = self.lines + 1 - rows;
+        let (slot_of, batch_size) = (&self.slot_of, self.batch_size);
         let columns = self
             .builders
             .iter_mut()
+            .zip(self.rooms.iter_mut())
             .enumerate()
-            .map(|(slot, b)| {
-                let field = self
-                    .slot_of
-                    .iter()
-                    .position(|&s| s == slot)
-                    .map_or(0, |c| c + 1);
-                b.finish(self.batch_size, first_line, field)
+            .map(|(slot, (b, room))| {
+                let field = slot_of.iter().position(|&s| s == slot).map_or(0, |c| c + 1);
+                b.finish(batch_size, first_line, field, room)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
