@@ -32,8 +32,8 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
         |v: &DataType| DataType::Dictionary(Box::new(DataType::UInt32), Box::new(v.clone()));
     // Text (every column of a CSV input) is the hot case: encoded directly, see `strings`.
     match column.data_type() {
-        DataType::Utf8 => return Ok(offset_strings(column.as_string::<i32>())?),
-        DataType::LargeUtf8 => return Ok(offset_strings(column.as_string::<i64>())?),
+        DataType::Utf8 => return Ok(keyed_texts(column.as_string::<i32>(), 0)?),
+        DataType::LargeUtf8 => return Ok(keyed_texts(column.as_string::<i64>(), 0)?),
         DataType::Utf8View => return Ok(view_strings(column.as_string_view())?),
         _ => {}
     }
@@ -71,16 +71,9 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
 /// [`ShortTextTable`]: a value of up to 24 bytes is hashed and compared as three words read
 /// straight from the array's buffer, so the common short values cost no byte loop and no
 /// `memcmp` call. On adult's columns as decoded from CSV: 9.2 ns a value against 12.0 ns for
-/// [`first_appearance`] (arrow's decode of the same values: 28 ns).
-fn offset_strings<O: arrow::array::OffsetSizeTrait>(
-    column: &arrow::array::GenericStringArray<O>,
-) -> std::result::Result<TextColumn, arrow::error::ArrowError> {
-    keyed_texts(column, 0)
-}
-
-/// [`text_column`] of offset-encoded text, its table made with room for `texts` distinct texts:
-/// a caller that expects many (the CSV decoder, for a column that held many in its last batch)
-/// saves the table's growth from 64 slots, in every batch, to thousands.
+/// [`first_appearance`] (arrow's decode of the same values: 28 ns). The table is made with room
+/// for `texts` distinct texts: a caller that expects many (the CSV decoder, for a column that
+/// held many in its last batch) saves its growth from 64 slots, in every batch, to thousands.
 pub(crate) fn keyed_texts<O: arrow::array::OffsetSizeTrait>(
     column: &arrow::array::GenericStringArray<O>,
     texts: usize,
@@ -91,7 +84,7 @@ pub(crate) fn keyed_texts<O: arrow::array::OffsetSizeTrait>(
         .encode(|row| buffer_words(data, offsets[row].as_usize(), offsets[row + 1].as_usize()))
 }
 
-/// View-encoded text (Utf8View) as keys into its distinct values, like [`offset_strings`]: a
+/// View-encoded text (Utf8View) as keys into its distinct values, like [`keyed_texts`]: a
 /// value of up to 12 bytes is read from its view alone (where arrow keeps it inline), a longer
 /// one from its buffer.
 fn view_strings(
