@@ -625,6 +625,42 @@ fn csv_files_with_carriage_return_line_ends_are_read_by_record() {
     );
 }
 
+/// A directory read whole (one file quotes a line break) with a ragged record in its other
+/// file: the error names that file and the line where the record starts (DataFusion's reader
+/// named the directory and counted records, not lines), and no output is left.
+#[test]
+fn a_ragged_record_in_a_directory_read_whole_names_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = two_csv_files(
+        dir.path(),
+        "zip,disease\n13053,\"flu\nA\"\n13068,cold\n",
+        "zip,disease\n13053,flu\n\n13068,cold,extra\n13068,flu\n",
+    );
+    let p = profile(dir.path(), &d.to_string_lossy(), false, "");
+    let out = dir.path().join("r.csv");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("b.csv") && err.contains("line 4 has 3 field(s)") && err.contains("2 column"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // The file whose quoted value spans lines counts lines, not records.
+    write(&d, "b.csv", "zip,disease\n13053,flu\n");
+    write(&d, "a.csv", "zip,disease\n13053,\"flu\nA\"\n13068\n");
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("a.csv") && err.contains("line 4 has 1 field(s)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn csv_files_of_one_input_must_agree_on_their_header() {
     let dir = tempfile::tempdir().unwrap();

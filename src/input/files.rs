@@ -8,7 +8,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion::datasource::listing::ListingTableUrl;
 use futures::TryStreamExt;
 
-use super::quoting::{Quoting, csv_quoting};
+use super::quoting::{Quoting, check_record_widths, csv_quoting};
 use super::{Input, df_error};
 use crate::error::{PbgError, Result};
 
@@ -402,6 +402,13 @@ pub(super) async fn check_files(
         header = first.map(|(_, names)| names).unwrap_or_default();
         for f in &files {
             quoting = quoting.max(csv_quoting(f, delimiter, &header)?);
+        }
+        // Read whole by DataFusion's reader, whose ragged-record error names neither the file
+        // nor its line: checked here, file by file.
+        if quoting == Quoting::LineBreaks {
+            for f in &files {
+                check_record_widths(f, delimiter, &header)?;
+            }
         }
     }
     Ok(CheckedFiles { quoting, header })

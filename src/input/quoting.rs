@@ -49,48 +49,25 @@ pub(super) fn csv_quoting(path: &Path, delimiter: u8, columns: &[String]) -> Res
 
 /// [`csv_quoting`] of a file by one scan in order.
 fn quoting_in_order(path: &Path, delimiter: u8, columns: &[String]) -> Result<Quoting> {
-    use std::io::Read;
-    let io = |e| PbgError::io(path, e);
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let mut buf = vec![0u8; 8 << 20];
     let mut scan = QuoteScan {
         delimiter,
         ..QuoteScan::default()
-    };
-    let mut first = true;
-    let column = |field: usize| {
-        columns.get(field).map_or_else(
-            || format!("field {}", field + 1),
-            |c| format!("column `{}`", shown(c)),
-        )
     };
     let fail = |message: String| PbgError::Format {
         path: path.to_path_buf(),
         message,
     };
-    loop {
-        let n = file.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        // A byte-order mark before the header is no part of its first field.
-        let skip = if std::mem::take(&mut first) && buf[..n].starts_with(b"\xEF\xBB\xBF") {
-            3
-        } else {
-            0
-        };
-        if let Some((line, field)) = scan.chunk(&buf[skip..n]) {
-            return Err(fail(format!(
-                "line {line}, {}: text follows the closing quote of a quoted value; quote the whole value and double the quotes inside it (\"\"), as CSV requires",
-                column(field)
-            )));
-        }
+    if let Some((line, field)) = scan_in_order(path, &mut scan)? {
+        return Err(fail(format!(
+            "line {line}, {}: text follows the closing quote of a quoted value; quote the whole value and double the quotes inside it (\"\"), as CSV requires",
+            column_named(columns, field)
+        )));
     }
     if scan.quoted && !scan.quote {
         let (line, field) = scan.opened;
         return Err(fail(format!(
             "line {line}, {}: a `\"` opens a quoted value that is never closed, so the rest of the file would be read as that one value",
-            column(field)
+            column_named(columns, field)
         )));
     }
     Ok(if scan.line_break {
@@ -98,6 +75,72 @@ fn quoting_in_order(path: &Path, delimiter: u8, columns: &[String]) -> Result<Qu
     } else {
         Quoting::Quoted
     })
+}
+
+/// Scans `path` in order with `scan` (a byte-order mark before the header skipped); the line
+/// and field of the first text after a closing quote, if any.
+fn scan_in_order(path: &Path, scan: &mut QuoteScan) -> Result<Option<(usize, usize)>> {
+    use std::io::Read;
+    let io = |e| PbgError::io(path, e);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut buf = vec![0u8; 8 << 20];
+    let mut first = true;
+    loop {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        // A byte-order mark before the header is no part of its first field.
+        let skip = if std::mem::take(&mut first) && buf[..n].starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
+        if let Some(fault) = scan.chunk(&buf[skip..n]) {
+            return Ok(Some(fault));
+        }
+    }
+}
+
+/// Field `field` (0-based) of a record as a message names it: by its column's name.
+fn column_named(columns: &[String], field: usize) -> String {
+    columns.get(field).map_or_else(
+        || format!("field {}", field + 1),
+        |c| format!("column `{}`", shown(c)),
+    )
+}
+
+/// Fails on the first record of `path` whose fields are not the header's `columns` (by line,
+/// where the record starts, and file). For an input read whole because a quoted value spans
+/// lines: DataFusion's reader of such files counts records, not lines, and names no file (a
+/// ragged record in one file of a directory was reported against the directory). Blank lines
+/// are no records, as for the readers. The file's quoting was checked before.
+pub(super) fn check_record_widths(path: &Path, delimiter: u8, columns: &[String]) -> Result<()> {
+    let mut scan = QuoteScan {
+        delimiter,
+        width: columns.len(),
+        ..QuoteScan::default()
+    };
+    let glued = scan_in_order(path, &mut scan)?;
+    scan.end_of_file();
+    let fail = |message: String| PbgError::Format {
+        path: path.to_path_buf(),
+        message,
+    };
+    if let Some((line, fields)) = scan.ragged {
+        return Err(fail(format!(
+            "the record starting on line {line} has {fields} field(s) but the header names {} column(s)",
+            columns.len()
+        )));
+    }
+    match glued {
+        // The quoting check refused it first; a file changed since is refused all the same.
+        Some((line, field)) => Err(fail(format!(
+            "line {line}, {}: text follows the closing quote of a quoted value (the file changed while it was read)",
+            column_named(columns, field)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A column's name as a message shows it: at most its first 40 characters, up to its first line
@@ -134,6 +177,13 @@ struct QuoteScan {
     /// `\n` there ends no second line (`\r\n`), while a `\r` alone ends one, as in arrow.
     scanned: u64,
     after_cr: u64,
+    /// The fields every record must have (0: not checked, and records are not followed).
+    width: usize,
+    /// Where the record at hand starts (offset and line): a line end there ends a blank line.
+    record_at: u64,
+    record_line: usize,
+    /// The first record (its first line, its fields) whose fields are not `width`.
+    ragged: Option<(usize, usize)>,
 }
 
 impl Default for QuoteScan {
@@ -149,6 +199,10 @@ impl Default for QuoteScan {
             line_break: false,
             scanned: 0,
             after_cr: u64::MAX,
+            width: 0,
+            record_at: 0,
+            record_line: 1,
+            ragged: None,
         }
     }
 }
@@ -160,8 +214,27 @@ impl QuoteScan {
         if b == self.delimiter {
             self.field += 1;
         } else {
+            if self.width > 0 {
+                self.record_end(at);
+            }
             self.field = 0;
             self.line_end(b, at);
+            (self.record_at, self.record_line) = (at + 1, self.line);
+        }
+    }
+
+    /// The record at hand ends at offset `at` (a line end, or the end of the file): its width
+    /// is checked unless it is blank.
+    fn record_end(&mut self, at: u64) {
+        if at != self.record_at && self.field + 1 != self.width && self.ragged.is_none() {
+            self.ragged = Some((self.record_line, self.field + 1));
+        }
+    }
+
+    /// The end of the file: its last record may have no line end.
+    fn end_of_file(&mut self) {
+        if self.width > 0 && (!self.quoted || self.quote) {
+            self.record_end(self.scanned);
         }
     }
 
@@ -185,7 +258,8 @@ impl QuoteScan {
         let (base, total) = (self.scanned, chunk.len() as u64);
         self.scanned += total;
         let at = |rest: &[u8], i: usize| base + total - rest.len() as u64 + i as u64;
-        if !self.quoted && !self.quote && memchr::memchr(b'"', chunk).is_none() {
+        // (Records' widths are followed field by field, below.)
+        if self.width == 0 && !self.quoted && !self.quote && memchr::memchr(b'"', chunk).is_none() {
             // No quote: only the line, the field and whether a field starts next move on.
             match memchr::memrchr2(b'\n', b'\r', chunk) {
                 Some(last) => {
@@ -510,6 +584,30 @@ pub(super) mod tests {
         let _ = std::fs::remove_file(&path);
         assert!(e.contains("line 1, column `b…`"), "{e}");
         assert!(!e.contains("1;2;3"), "{e}");
+    }
+
+    /// The width check counts fields outside quotes, skips blank lines (`\r\n` included),
+    /// names the line a record starts on, and checks a last record without a line end.
+    #[test]
+    fn record_widths_are_checked_by_record() {
+        let width = |text: &[u8]| {
+            let mut scan = QuoteScan {
+                delimiter: b';',
+                width: 3,
+                ..QuoteScan::default()
+            };
+            for piece in pieces(text, vec![5, 11]) {
+                assert_eq!(scan.chunk(piece), None);
+            }
+            scan.end_of_file();
+            scan.ragged
+        };
+        assert_eq!(width(b"a;b;c\n1;\"2;\n2\";3\r\n\r\n\n4;5;6"), None);
+        assert_eq!(width(b"a;b;c\n1;2;\"3\""), None);
+        assert_eq!(width(b"a;b;c\n1;\"x\ny\";3;4\n"), Some((2, 4)));
+        assert_eq!(width(b"a;b;c\r\n\r\n1;2\r\n"), Some((3, 2)));
+        assert_eq!(width(b"a;b;c\n1;2;3\n;"), Some((3, 2)));
+        assert_eq!(width(b"a;b;c\r1;2;3\r\"q\rq\"\r"), Some((3, 1)));
     }
 
     proptest::proptest! {
