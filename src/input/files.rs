@@ -269,6 +269,30 @@ fn parquet_schema(path: &Path) -> Result<SchemaRef> {
     Ok(builder.schema().clone())
 }
 
+/// Why a glob matched nothing, when that is DataFusion's rule for partition directories: it
+/// matches a glob against a file's path with its `key=value` directories left out, so
+/// `lake/*/*.csv` matches no file of `lake/year=2020/a.csv` (and `lake/*.csv` matches it).
+fn glob_over_partitions(url: &ListingTableUrl, ext: &str) -> Option<String> {
+    let glob = url.get_glob().as_ref()?;
+    let base = url.get_url().to_file_path().ok()?;
+    let mut all = Vec::new();
+    files_under(&base, &mut all).ok()?;
+    all.sort();
+    let partitioned = all.iter().find(|f| {
+        f.to_string_lossy().ends_with(ext)
+            && f.strip_prefix(&base).is_ok_and(|rel| {
+                rel.components()
+                    .any(|c| c.as_os_str().to_string_lossy().contains('='))
+            })
+    })?;
+    Some(format!(
+        ": DataFusion matches a glob against a file's path with its partition directories (`key=value`) left out, so `{glob}` matches no file under {} such as {}; leave them out of the glob (`{}` reads that file) or give the directory",
+        base.display(),
+        partitioned.display(),
+        base.join(format!("*{ext}")).display()
+    ))
+}
+
 /// What [`check_files`] found out about a path input's files.
 #[derive(Debug)]
 pub(super) struct CheckedFiles {
@@ -308,7 +332,10 @@ pub(super) async fn check_files(
     if files.is_empty() {
         return Err(PbgError::Format {
             path: path.to_path_buf(),
-            message: format!("no files match (extension `{ext}`)"),
+            message: format!(
+                "no files match (extension `{ext}`){}",
+                glob_over_partitions(url, ext).unwrap_or_default()
+            ),
         });
     }
     if path.is_dir() {
