@@ -2348,3 +2348,54 @@ fn verify_tries_the_next_node_when_the_rows_decide() {
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["node"], serde_json::json!([1]));
 }
+
+/// Paths holding glob characters that exist are those paths: `verify` on `r[1].csv` read
+/// `r1.csv` (and passed, the named file being the raw input), an input `data[1]/d.csv` read
+/// `data1/d.csv`, and a release to `out[2].csv` could not be read back.
+#[test]
+fn existing_paths_with_glob_characters_are_taken_literally() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = "zip,disease\n13053,flu\n13053,cold\n13068,flu\n13068,cold\n";
+    let literal = dir.path().join("data[1]");
+    fs::create_dir(&literal).unwrap();
+    let data = write(&literal, "d.csv", rows);
+    let sibling = dir.path().join("data1");
+    fs::create_dir(&sibling).unwrap();
+    write(&sibling, "d.csv", "zip,disease\n13053,flu\n");
+    let p = profile(dir.path(), &data, false, "");
+    let r = pbg_json(&["evaluate", &p, "--node", "0"]);
+    assert_eq!((r["classes"].as_u64(), r["k"].as_u64()), (Some(2), Some(2)));
+    let out = dir.path().join("out[2].csv");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    let sibling_out = dir.path().join("out2.csv");
+    fs::copy(&out, &sibling_out).unwrap();
+    // The named file is not a release (a row changed): its verification fails although the
+    // file its name matches as a glob is the release.
+    fs::write(&out, fs::read_to_string(&sibling_out).unwrap().replace("flu", "hiv")).unwrap();
+    let err = fails(&[
+        "verify",
+        &p,
+        "--release",
+        out.to_str().unwrap(),
+        "--node",
+        "0",
+    ]);
+    assert!(err.contains("out[2].csv"), "{err}");
+    let r = pbg_json(&[
+        "verify",
+        &p,
+        "--release",
+        sibling_out.to_str().unwrap(),
+        "--node",
+        "0",
+    ]);
+    assert_eq!(r["check"]["k"], 2);
+}

@@ -42,9 +42,15 @@ pub fn was_read(path: &Path) -> bool {
     }
 }
 
-/// Whether a path holds glob characters.
+/// Whether a text holds glob characters.
 pub(super) fn has_glob(text: &str) -> bool {
     text.contains(['*', '?', '['])
+}
+
+/// Whether a path input is a glob: it holds glob characters and names no existing file or
+/// directory ([`listing_url`]).
+pub(super) fn is_glob(path: &Path) -> bool {
+    has_glob(&path.to_string_lossy()) && !path.exists()
 }
 
 /// Every regular file under `dir` (recursively), skipping hidden and temporary names.
@@ -70,7 +76,6 @@ pub(super) fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// The format and the extension filter of a path input (the extension as spelled on disk:
 /// DataFusion filters files by a case-sensitive suffix).
 pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
-    let text = path.to_string_lossy();
     let of_ext = |ext: Option<&str>| match ext {
         Some(e) if matches!(e.to_ascii_lowercase().as_str(), "parquet" | "parq") => {
             (FileKind::Parquet, format!(".{e}"))
@@ -79,7 +84,7 @@ pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
         None => (FileKind::Csv, String::new()),
     };
     let raw_ext = |p: &Path| p.extension().map(|e| e.to_string_lossy().into_owned());
-    if has_glob(&text) {
+    if is_glob(path) {
         // `lake/*.parquet`: the pattern's extension decides; `lake/*` holds CSV unless it says.
         let last = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let ext = last
@@ -267,6 +272,32 @@ fn parquet_schema(path: &Path) -> Result<SchemaRef> {
             message: e.to_string(),
         })?;
     Ok(builder.schema().clone())
+}
+
+/// The listing URL of a path input. A path that exists is that file or directory, whatever
+/// characters its name holds; only a path that does not exist is a glob. DataFusion takes any
+/// path holding `*`, `?` or `[` for a glob: `r[1].csv` read `r1.csv`, so `pbg verify` checked
+/// another file than the one named and passed, and a release written to `out[2].csv` could not
+/// be read back.
+pub(super) fn listing_url(path: &Path) -> Result<ListingTableUrl> {
+    let input = Input::Path(path.to_path_buf());
+    if !path.exists() {
+        return ListingTableUrl::parse(path.to_string_lossy().as_ref())
+            .map_err(|e| df_error(&input, e));
+    }
+    let absolute = std::path::absolute(path).map_err(|e| PbgError::io(path, e))?;
+    let url = match path.is_dir() {
+        true => url::Url::from_directory_path(&absolute),
+        false => url::Url::from_file_path(&absolute),
+    }
+    // Parsed again, as DataFusion does, to resolve `.` and `..` segments.
+    .ok()
+    .and_then(|u| url::Url::parse(u.as_str()).ok())
+    .ok_or_else(|| PbgError::Format {
+        path: path.to_path_buf(),
+        message: "its path cannot be made a file URL".into(),
+    })?;
+    ListingTableUrl::try_new(url, None).map_err(|e| df_error(&input, e))
 }
 
 /// Why a glob matched nothing, when that is DataFusion's rule for partition directories: it

@@ -19,9 +19,7 @@ use datafusion::common::Column;
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::{
-    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
-};
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
@@ -136,8 +134,7 @@ async fn open_path(
 ) -> Result<DataFrame> {
     let input = Input::Path(path.to_path_buf());
     let (kind, ext) = kind_of(path)?;
-    let text = path.to_string_lossy();
-    let url = ListingTableUrl::parse(text.as_ref()).map_err(|e| df_error(&input, e))?;
+    let url = files::listing_url(path)?;
     let state = ctx.state();
     // A quoted value spanning lines makes DataFusion read each file whole (no byte ranges).
     let checked = check_files(&state, path, &url, kind, &ext, delimiter).await?;
@@ -402,7 +399,7 @@ pub fn balanced_context(ctx: &SessionContext, input: &Input) -> SessionContext {
 /// registered tables.
 pub fn size_of(input: &Input) -> Option<u64> {
     let path = input.path()?;
-    if files::has_glob(&path.to_string_lossy()) {
+    if files::is_glob(path) {
         return None;
     }
     let meta = std::fs::metadata(path).ok()?;

@@ -235,7 +235,8 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
             ),
         ))
     };
-    if text.contains(['*', '?', '[']) {
+    // (An existing path holding glob characters is read as that path, not as a glob.)
+    if text.contains(['*', '?', '[']) && !source.exists() {
         // DataFusion matches a glob's file names under the directory before its first glob
         // segment, partition directories included: refuse any output there whose name matches.
         let is_glob = |c: &std::path::Component<'_>| {
