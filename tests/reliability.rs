@@ -2379,7 +2379,13 @@ fn existing_paths_with_glob_characters_are_taken_literally() {
     fs::copy(&out, &sibling_out).unwrap();
     // The named file is not a release (a row changed): its verification fails although the
     // file its name matches as a glob is the release.
-    fs::write(&out, fs::read_to_string(&sibling_out).unwrap().replace("flu", "hiv")).unwrap();
+    fs::write(
+        &out,
+        fs::read_to_string(&sibling_out)
+            .unwrap()
+            .replace("flu", "hiv"),
+    )
+    .unwrap();
     let err = fails(&[
         "verify",
         &p,
@@ -2398,4 +2404,36 @@ fn existing_paths_with_glob_characters_are_taken_literally() {
         "0",
     ]);
     assert_eq!(r["check"]["k"], 2);
+}
+
+/// `--qi` with a profile adds a QI (or gives a declared one another hierarchy): it replaced the
+/// profile's QIs, which were then released raw as plain columns.
+#[test]
+fn qi_flags_add_to_the_profiles_quasi_identifiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,sex,disease\n13053,M,flu\n13068,M,cold\n13053,F,flu\n13068,F,cold\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let sex = write(dir.path(), "sex.csv", "M;*\nF;*\n");
+    let out = dir.path().join("r.csv");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--qi",
+        &format!("sex={sex}"),
+        "--node",
+        "2,1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["node"], serde_json::json!([2, 1]));
+    let text = fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().nth(1), Some("130**,*,flu"), "{text}");
+    // A flag naming a declared QI gives it that hierarchy, in its place.
+    let zip = write(dir.path(), "zip.csv", "13053;1305*;*\n13068;1306*;*\n");
+    let r = pbg_json(&["evaluate", &p, "--qi", &format!("zip={zip}"), "--node", "1"]);
+    assert_eq!(r["classes"], 2);
 }

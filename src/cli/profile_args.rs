@@ -28,7 +28,8 @@ pub struct ProfileArgs {
     /// CSV delimiter (one character, or `tab`).
     #[arg(long, value_name = "C")]
     delimiter: Option<String>,
-    /// A quasi-identifier and its ARX-format hierarchy; node order = order of these flags.
+    /// A quasi-identifier and its ARX-format hierarchy, added to the profile's (a QI the profile
+    /// declares takes this hierarchy); node order = the profile's QIs, then these flags.
     #[arg(long = "qi", value_name = "NAME=HIERARCHY_CSV")]
     qi: Vec<String>,
     /// The sensitive attribute.
@@ -123,8 +124,13 @@ impl ProfileArgs {
         if let Some(d) = &self.delimiter {
             profile.delimiter = parse_delimiter(d)?;
         }
-        if !qis.is_empty() {
-            profile.qis = qis;
+        // Added to the file's QIs, never in their place: replacing them released the file's
+        // QIs as plain columns, raw. A QI the file names takes the flag's hierarchy.
+        for q in qis {
+            match profile.qis.iter_mut().find(|p| p.name == q.name) {
+                Some(declared) => *declared = q,
+                None => profile.qis.push(q),
+            }
         }
         if let Some(s) = &self.sensitive {
             // The file's sensitive hierarchy belongs to its sensitive attribute, not this one.
