@@ -2437,3 +2437,74 @@ fn qi_flags_add_to_the_profiles_quasi_identifiers() {
     let r = pbg_json(&["evaluate", &p, "--qi", &format!("zip={zip}"), "--node", "1"]);
     assert_eq!(r["classes"], 2);
 }
+
+/// A Parquet binary column is compared by its bytes as text: one whose bytes are UTF-8 is
+/// released and checked as before; bytes that are not UTF-8 are refused, naming the column and
+/// the output (arrow's cast made them all null, so a release whose blobs were changed passed
+/// the verifier), and nothing is left at the output.
+#[test]
+fn binary_columns_that_are_not_text_are_refused_not_nulled() {
+    use arrow::array::{ArrayRef, BinaryArray, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13053", "13068", "13068"]));
+    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "flu", "cold"]));
+    let blobs = |v: Vec<&'static [u8]>| -> ArrayRef { Arc::new(BinaryArray::from(v)) };
+    let text = dir.path().join("text.parquet");
+    parquet(
+        &text,
+        vec![
+            ("zip", zip.clone()),
+            ("disease", disease.clone()),
+            ("blob", blobs(vec![b"a", b"b", b"c", b"d"])),
+        ],
+    );
+    let p = profile(dir.path(), &text.to_string_lossy(), false, "");
+    let out = dir.path().join("r.parquet");
+    let args = [
+        "anonymize",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    assert_eq!(pbg_json(&args)["verified"], true);
+    let raw = dir.path().join("raw.parquet");
+    parquet(
+        &raw,
+        vec![
+            ("zip", zip),
+            ("disease", disease),
+            (
+                "blob",
+                blobs(vec![b"\xff\x00", b"\xfe\x01", b"\xff\x00", b"\xfe\x01"]),
+            ),
+        ],
+    );
+    let p = profile(dir.path(), &raw.to_string_lossy(), false, "");
+    let out = dir.path().join("raw_release.parquet");
+    let args = [
+        "anonymize",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let err = fails(&args);
+    assert!(
+        err.contains("column `blob`")
+            && err.contains("not UTF-8")
+            && err.contains("raw_release.parquet:"),
+        "{err}"
+    );
+    assert!(!err.contains("pbg-tmp"), "{err}");
+    assert!(!out.exists());
+    let left: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("pbg-tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -136,7 +136,13 @@ pub async fn count_combinations_with<C: Companion>(
                         let texts = batch
                             .columns()
                             .iter()
-                            .map(text_column)
+                            .zip(batch.schema().fields())
+                            .map(|(c, f)| {
+                                text_column(c).map_err(|e| PbgError::Format {
+                                    path: source.as_path(),
+                                    message: format!("column `{}`: {e}", f.name()),
+                                })
+                            })
                             .collect::<Result<Vec<_>>>()?;
                         companion.add(&batch, &texts)?;
                         let part: Vec<&TextColumn> = counted.iter().map(|&i| &texts[i]).collect();

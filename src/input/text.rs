@@ -56,14 +56,52 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
             &super::nested_text::nested_text(column)?,
             &dict_type(&DataType::Utf8),
         )?,
-        _ => cast(&cast(column, &DataType::Utf8)?, &dict_type(&DataType::Utf8))?,
+        _ => cast(&checked_utf8(column)?, &dict_type(&DataType::Utf8))?,
     };
     let dict = dict.as_dictionary::<UInt32Type>();
-    let values = cast(dict.values(), &DataType::Utf8)?;
+    let values = checked_utf8(dict.values())?;
     Ok(TextColumn {
         keys: dict.keys().clone(),
         values: values.as_string::<i32>().clone(),
     })
+}
+
+/// [`text_column`] of the column named `name`: its errors name the column.
+pub fn text_column_named(column: &ArrayRef, name: &str) -> Result<TextColumn> {
+    use arrow::error::ArrowError;
+    text_column(column).map_err(|e| match e {
+        crate::error::PbgError::Arrow(ArrowError::CastError(m)) => {
+            ArrowError::CastError(format!("column `{name}`: {m}")).into()
+        }
+        e => e,
+    })
+}
+
+/// `column` as Utf8, binary values checked: bytes that are not UTF-8 are an error naming the
+/// row, never a null (arrow's cast makes them null: every such value then had one text, and a
+/// release whose binary column was changed passed the verifier's comparison of texts).
+fn checked_utf8(column: &ArrayRef) -> Result<ArrayRef> {
+    let column = match column.data_type() {
+        DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
+            cast(column, &DataType::Binary)?
+        }
+        _ => column.clone(),
+    };
+    if let Some(bytes) = column.as_binary_opt::<i32>() {
+        let invalid = (0..bytes.len())
+            .find(|&r| bytes.is_valid(r) && std::str::from_utf8(bytes.value(r)).is_err());
+        if let Some(row) = invalid {
+            let value = bytes.value(row);
+            let hex: String = value.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            let more = if value.len() > 16 { "…" } else { "" };
+            return Err(arrow::error::ArrowError::CastError(format!(
+                "a binary value (bytes {hex}{more}, row {} of a batch) is not UTF-8 text: pbg reads, releases and verifies values by their text",
+                row + 1
+            ))
+            .into());
+        }
+    }
+    Ok(cast(&column, &DataType::Utf8)?)
 }
 
 /// Offset-encoded text (Utf8, LargeUtf8: every column a CSV scan yields) as keys into its

@@ -105,6 +105,37 @@ impl AtomicFile {
         &self.temp
     }
 
+    /// `e` naming the output where it names the temporary file: a failed write or check
+    /// removes that file, and its hidden name (`.out.csv.pbg-tmp-…`) told the user nothing.
+    pub fn named(&self, e: PbgError) -> PbgError {
+        let (temp, target) = (
+            self.temp.display().to_string(),
+            self.target.display().to_string(),
+        );
+        let path = |p: PathBuf| {
+            if p == self.temp {
+                self.target.clone()
+            } else {
+                p
+            }
+        };
+        match e {
+            PbgError::Io { path: p, source } => PbgError::Io {
+                path: path(p),
+                source,
+            },
+            PbgError::Format { path: p, message } => PbgError::Format {
+                path: path(p),
+                message: message.replace(&temp, &target),
+            },
+            PbgError::Verification { path: p, message } => PbgError::Verification {
+                path: path(p),
+                message: message.replace(&temp, &target),
+            },
+            e => e,
+        }
+    }
+
     /// Starts syncing the written temporary file to disk on another thread, so that it can be
     /// checked meanwhile; [`AtomicFile::commit`] waits for it. Call it once the file is written.
     pub fn sync_in_background(&mut self) {

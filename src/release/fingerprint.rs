@@ -13,8 +13,9 @@ use arrow::record_batch::RecordBatch;
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
 
-use crate::encode::{TextColumn, text_column};
+use crate::encode::TextColumn;
 use crate::error::{PbgError, Result};
+use crate::input::text::text_column_named;
 use crate::input::{Input, df_error};
 
 /// The fingerprint of a table.
@@ -92,7 +93,8 @@ impl Fingerprint {
         let texts = batch
             .columns()
             .iter()
-            .map(text_column)
+            .zip(batch.schema().fields())
+            .map(|(c, f)| text_column_named(c, f.name()))
             .collect::<Result<Vec<_>>>()?;
         self.add_batch_texts(batch, &texts);
         Ok(())
@@ -400,7 +402,8 @@ impl datafusion::logical_expr::Accumulator for FingerprintAccumulator {
         };
         let texts = values
             .iter()
-            .map(text_column)
+            .zip(&self.names)
+            .map(|(c, name)| text_column_named(c, name))
             .collect::<Result<Vec<_>>>()
             .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))?;
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();

@@ -223,21 +223,25 @@ pub fn anonymize_in(
         .iter()
         .all(|f| text::is_text(f.data_type()));
     let temp = file.temp_path();
-    let (input_reads, (rows_out, written)) = match (kept.into_batches(), format) {
-        (Some(batches), OutputFormat::Csv) => {
-            let (rows, fp) = write_kept_csv(&ev, &node, &batches, temp)?;
-            (1, (rows, Some(fp)))
-        }
-        (Some(batches), _) => {
-            let (rows, fp) = block_on(write_kept_release(ctx, &ev, &node, batches, temp, format))??;
-            (1, (rows, Some(fp)))
-        }
-        (None, OutputFormat::Csv) if text && !distributed => {
-            let (rows, fp) = block_on(write_streamed_csv(ctx, &ev, &node, temp))??;
-            (2, (rows, Some(fp)))
-        }
-        (None, _) => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
+    let written = || -> Result<_> {
+        Ok(match (kept.into_batches(), format) {
+            (Some(batches), OutputFormat::Csv) => {
+                let (rows, fp) = write_kept_csv(&ev, &node, &batches, temp)?;
+                (1, (rows, Some(fp)))
+            }
+            (Some(batches), _) => {
+                let (rows, fp) =
+                    block_on(write_kept_release(ctx, &ev, &node, batches, temp, format))??;
+                (1, (rows, Some(fp)))
+            }
+            (None, OutputFormat::Csv) if text && !distributed => {
+                let (rows, fp) = block_on(write_streamed_csv(ctx, &ev, &node, temp))??;
+                (2, (rows, Some(fp)))
+            }
+            (None, _) => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
+        })
     };
+    let (input_reads, (rows_out, written)) = written().map_err(|e| file.named(e))?;
     let t3 = Instant::now();
     stage("verifying the release");
     // The written file goes to disk while it is read back and checked.
@@ -250,7 +254,10 @@ pub fn anonymize_in(
         file.temp_path(),
         Some(&node),
         written.as_ref(),
-    ))??;
+    ))
+    .map_err(PbgError::from)
+    .and_then(|checked| checked)
+    .map_err(|e| file.named(e))?;
     file.commit()?;
     let t4 = Instant::now();
     let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
