@@ -255,7 +255,6 @@ pub fn anonymize_in(
         Some(&node),
         written.as_ref(),
     ))
-    .map_err(PbgError::from)
     .and_then(|checked| checked)
     .map_err(|e| file.named(e))?;
     file.commit()?;
