@@ -2508,3 +2508,89 @@ fn binary_columns_that_are_not_text_are_refused_not_nulled() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Kept columns of durations, intervals and fixed-size binary text are released (Parquet keeps
+/// their types, CSV their text) and verified: they failed with arrow's "unsupported output type
+/// for dictionary packing" or "casting not supported", naming the hidden temporary file.
+#[test]
+fn duration_interval_and_fixed_size_binary_columns_are_released() {
+    use arrow::array::{
+        ArrayRef, DurationNanosecondArray, FixedSizeBinaryArray, IntervalDayTimeArray, StringArray,
+    };
+    use arrow::datatypes::IntervalDayTime;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("typed.parquet");
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("zip", Arc::new(StringArray::from(vec!["13053", "13068"]))),
+        ("disease", Arc::new(StringArray::from(vec!["flu", "cold"]))),
+        (
+            "wait",
+            Arc::new(DurationNanosecondArray::from(vec![0, 1_500_000_000])),
+        ),
+        (
+            "span",
+            Arc::new(IntervalDayTimeArray::from(vec![
+                IntervalDayTime::new(1, 0),
+                IntervalDayTime::new(0, 5),
+            ])),
+        ),
+        (
+            "code",
+            Arc::new(FixedSizeBinaryArray::try_from_iter(vec![b"ab", b"cd"].into_iter()).unwrap()),
+        ),
+    ];
+    parquet(&input, columns);
+    let p = profile(dir.path(), &input.to_string_lossy(), false, "");
+    let out = dir.path().join("r.parquet");
+    let args = [
+        "anonymize",
+        &p,
+        "--node",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    assert_eq!(pbg_json(&args)["verified"], true);
+    // A CSV release holds text: the binary column is refused by name; dropped, the others are
+    // written as their text.
+    let out = dir.path().join("r.csv");
+    let args = [
+        "anonymize",
+        &p,
+        "--node",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let err = fails(&args);
+    assert!(
+        err.contains("`code`") && err.contains("cannot hold"),
+        "{err}"
+    );
+    let p = profile(dir.path(), &input.to_string_lossy(), true, "");
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &fs::read_to_string(&p)
+            .unwrap()
+            .replace("\"id\"", "\"code\""),
+    );
+    let args = [
+        "anonymize",
+        &p,
+        "--node",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    assert_eq!(pbg_json(&args)["verified"], true);
+    let typed = read_parquet(&dir.path().join("r.parquet"));
+    let original = read_parquet(&input);
+    for c in ["wait", "span", "code"] {
+        assert_eq!(typed.column_by_name(c), original.column_by_name(c), "{c}");
+    }
+    let text = fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    assert_eq!(text.lines().next(), Some("zip,disease,wait,span"), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}

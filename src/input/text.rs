@@ -51,7 +51,11 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
         }
         DataType::Dictionary(_, v) => cast(column, &dict_type(v))?,
         DataType::Utf8 | DataType::LargeUtf8 => cast(column, &dict_type(&DataType::Utf8))?,
-        t if t.is_primitive() => cast(column, &dict_type(t))?,
+        // Types arrow cannot pack into a dictionary (durations, intervals) by their text.
+        t if t.is_primitive() => match cast(column, &dict_type(t)) {
+            Ok(dict) => dict,
+            Err(_) => cast(&checked_utf8(column)?, &dict_type(&DataType::Utf8))?,
+        },
         t if t.is_nested() => cast(
             &super::nested_text::nested_text(column)?,
             &dict_type(&DataType::Utf8),
