@@ -338,3 +338,49 @@ fn init_shortens_hierarchy_file_names() {
     assert_eq!(r["node"], serde_json::json!([0, 0]), "{r}");
     assert_eq!(r["qis"][1], serde_json::json!(long), "{r}");
 }
+
+/// A float column holding both -0.0 and 0.0 gets a leaf for each (grouping by value made them
+/// one leaf, `0.0`, and the drafted profile was refused on its own data).
+#[test]
+fn init_keeps_negative_and_positive_zero_apart() {
+    use arrow::array::{ArrayRef, Float64Array, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    let x: Vec<f64> = (0..30)
+        .map(|i| match i % 6 {
+            0 => -0.0,
+            1 => 0.0,
+            n => n as f64 * 1.5,
+        })
+        .collect();
+    let disease: Vec<&str> = (0..30).map(|i| ["flu", "cold"][i % 2]).collect();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("x", Arc::new(Float64Array::from(x))),
+        ("disease", Arc::new(StringArray::from(disease))),
+    ];
+    let batch = arrow::record_batch::RecordBatch::try_from_iter(columns).unwrap();
+    let file = std::fs::File::create(&input).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let out = dir.path().join("draft");
+    let args = [
+        "init",
+        "--input",
+        input.to_str().unwrap(),
+        "--sensitive",
+        "disease",
+        "--qi",
+        "x",
+    ];
+    let mut args = args.to_vec();
+    args.extend(["--output", out.to_str().unwrap()]);
+    pbg_json(&args);
+    let leaves = std::fs::read_to_string(out.join("hierarchies/x.csv")).unwrap();
+    assert!(leaves.lines().any(|l| l.starts_with("-0.0;")), "{leaves}");
+    assert!(leaves.lines().any(|l| l.starts_with("0.0;")), "{leaves}");
+    let profile = out.join("profile.toml");
+    let r = pbg_json(&["evaluate", profile.to_str().unwrap(), "--node", "0"]);
+    assert_eq!(r["classes"], 6, "{r}");
+}

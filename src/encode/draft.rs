@@ -211,9 +211,20 @@ async fn value_counts(
     input: &Input,
     name: &str,
 ) -> Result<Vec<(String, u64)>> {
+    // A float column is grouped by its text: grouping by value made -0.0 and 0.0 one group,
+    // whose leaf `0.0` the engine's `-0.0` then did not find (the draft refused its own data).
+    let float = df
+        .schema()
+        .field_with_unqualified_name(name)
+        .is_ok_and(|f| f.data_type().is_floating());
+    let key = match float {
+        true => datafusion::prelude::cast(input::column(name), arrow::datatypes::DataType::Utf8)
+            .alias(name),
+        false => input::column(name),
+    };
     let batches = df
         .clone()
-        .aggregate(vec![input::column(name)], vec![count(lit(1)).alias("__n")])
+        .aggregate(vec![key], vec![count(lit(1)).alias("__n")])
         .map_err(|e| df_error(input, e))?
         .collect()
         .await
