@@ -414,18 +414,7 @@ pub(super) async fn check_files(
                 .map(|x| x.name().clone())
                 .collect(),
         };
-        for (i, n) in names.iter().enumerate() {
-            if let Some(j) = names[..i].iter().position(|m| m == n) {
-                return Err(PbgError::Format {
-                    path: f.clone(),
-                    message: format!(
-                        "column `{n}` appears twice (columns {} and {}): rename one, pbg refuses ambiguous column names",
-                        j + 1,
-                        i + 1
-                    ),
-                });
-            }
-        }
+        super::check_unique_names(f, names.iter().map(String::as_str))?;
         match &first {
             None => first = Some((f.clone(), names)),
             Some((g, header)) if kind == FileKind::Csv && *header != names => {

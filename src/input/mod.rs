@@ -107,19 +107,28 @@ pub fn df_error(input: &Input, e: impl fmt::Display) -> PbgError {
 
 /// Refuses a schema with two columns of the same name (a raw copy of a QI could reach a release).
 pub fn check_unique_columns(input: &Input, schema: &Schema) -> Result<()> {
-    let fields = schema.fields();
-    for (i, f) in fields.iter().enumerate() {
-        if let Some(j) = fields[..i].iter().position(|g| g.name() == f.name()) {
+    check_unique_names(
+        &input.as_path(),
+        schema.fields().iter().map(|f| f.name().as_str()),
+    )
+}
+
+/// Refuses column names of `path` of which one repeats an earlier one, naming both columns. By
+/// a map of the names seen: a pairwise search took minutes on a 174 000-column header.
+fn check_unique_names<'a>(path: &Path, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, name) in names.into_iter().enumerate() {
+        if let Some(&j) = seen.get(name) {
             return Err(PbgError::Format {
-                path: input.as_path(),
+                path: path.to_path_buf(),
                 message: format!(
-                    "column `{}` appears twice (columns {} and {}): rename one, pbg refuses ambiguous column names",
-                    f.name(),
+                    "column `{name}` appears twice (columns {} and {}): rename one, pbg refuses ambiguous column names",
                     j + 1,
                     i + 1
                 ),
             });
         }
+        seen.insert(name, i);
     }
     Ok(())
 }
