@@ -2,6 +2,7 @@
 //! per distinct value. Every pass matches values this way, whatever type the reader chose.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use arrow::array::{
     Array, ArrayAccessor, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, StringArray,
@@ -51,19 +52,19 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
         }
         DataType::Dictionary(_, v) => cast(column, &dict_type(v))?,
         DataType::Utf8 | DataType::LargeUtf8 => cast(column, &dict_type(&DataType::Utf8))?,
-        // Types arrow cannot pack into a dictionary (durations, intervals) by their text.
+        // Types arrow cannot pack into a dictionary (durations, intervals): by their text.
         t if t.is_primitive() => match cast(column, &dict_type(t)) {
             Ok(dict) => dict,
-            Err(_) => cast(&checked_utf8(column)?, &dict_type(&DataType::Utf8))?,
+            Err(_) => cast(&utf8_of(column)?, &dict_type(&DataType::Utf8))?,
         },
         t if t.is_nested() => cast(
             &super::nested_text::nested_text(column)?,
             &dict_type(&DataType::Utf8),
         )?,
-        _ => cast(&checked_utf8(column)?, &dict_type(&DataType::Utf8))?,
+        _ => cast(&utf8_of(column)?, &dict_type(&DataType::Utf8))?,
     };
     let dict = dict.as_dictionary::<UInt32Type>();
-    let values = checked_utf8(dict.values())?;
+    let values = utf8_of(dict.values())?;
     Ok(TextColumn {
         keys: dict.keys().clone(),
         values: values.as_string::<i32>().clone(),
@@ -81,31 +82,35 @@ pub fn text_column_named(column: &ArrayRef, name: &str) -> Result<TextColumn> {
     })
 }
 
-/// `column` as Utf8, binary values checked: bytes that are not UTF-8 are an error naming the
-/// row, never a null (arrow's cast makes them null: every such value then had one text, and a
-/// release whose binary column was changed passed the verifier's comparison of texts).
-fn checked_utf8(column: &ArrayRef) -> Result<ArrayRef> {
-    let column = match column.data_type() {
+/// `column` as Utf8, binary values as their bytes in lowercase hex (`ff00`): any bytes have a
+/// text, and distinct bytes distinct texts. Arrow's cast made bytes that are not UTF-8 null,
+/// so every such value had one text and a release whose blobs were changed passed the
+/// verifier's comparison of texts. (A binary column is never a QI, the sensitive or the class
+/// attribute, nor written to a CSV release: its text serves only to compare values.)
+fn utf8_of(column: &ArrayRef) -> Result<ArrayRef> {
+    let binary = match column.data_type() {
+        DataType::Binary => column.clone(),
         DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
             cast(column, &DataType::Binary)?
         }
-        _ => column.clone(),
+        _ => return Ok(cast(column, &DataType::Utf8)?),
     };
-    if let Some(bytes) = column.as_binary_opt::<i32>() {
-        let invalid = (0..bytes.len())
-            .find(|&r| bytes.is_valid(r) && std::str::from_utf8(bytes.value(r)).is_err());
-        if let Some(row) = invalid {
-            let value = bytes.value(row);
-            let hex: String = value.iter().take(16).map(|b| format!("{b:02x}")).collect();
-            let more = if value.len() > 16 { "…" } else { "" };
-            return Err(arrow::error::ArrowError::CastError(format!(
-                "a binary value (bytes {hex}{more}, row {} of a batch) is not UTF-8 text: pbg reads, releases and verifies values by their text",
-                row + 1
-            ))
-            .into());
+    let bytes = binary.as_binary::<i32>();
+    let mut out = arrow::array::StringBuilder::with_capacity(bytes.len(), 2 * bytes.values().len());
+    let mut hex = String::new();
+    for value in bytes.iter() {
+        match value {
+            Some(v) => {
+                hex.clear();
+                for b in v {
+                    let _ = write!(hex, "{b:02x}");
+                }
+                out.append_value(&hex);
+            }
+            None => out.append_null(),
         }
     }
-    Ok(cast(&column, &DataType::Utf8)?)
+    Ok(std::sync::Arc::new(out.finish()))
 }
 
 /// Offset-encoded text (Utf8, LargeUtf8: every column a CSV scan yields) as keys into its
