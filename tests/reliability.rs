@@ -2505,6 +2505,31 @@ fn binary_columns_are_compared_by_their_bytes() {
     ];
     let err = fails(&args);
     assert!(err.contains("`blob` differ"), "{err}");
+    // Blobs rewritten as the text of their hex are not the blobs (the text `ff00` and the bytes
+    // ff 00 have one hex text): a binary column that became text is refused by its type.
+    let hexed = dir.path().join("hexed.parquet");
+    let hex: ArrayRef = Arc::new(StringArray::from(vec!["ff00", "fe01", "ff00", "fe01"]));
+    parquet(
+        &hexed,
+        vec![
+            ("zip", zip.clone()),
+            ("disease", disease.clone()),
+            ("blob", hex),
+        ],
+    );
+    let args = [
+        "verify",
+        &p,
+        "--release",
+        hexed.to_str().unwrap(),
+        "--node",
+        "0",
+    ];
+    let err = fails(&args);
+    assert!(
+        err.contains("`blob` is Utf8View in the release but BinaryView"),
+        "{err}"
+    );
 }
 
 /// Kept columns of durations, intervals and fixed-size binary text are released (Parquet keeps

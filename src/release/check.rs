@@ -123,8 +123,9 @@ fn check_columns(
 
 /// A typed (Parquet) release keeps the types of the input's columns, QIs aside (their labels are
 /// text): a number rewritten as text, a narrower integer or a float32 may keep every value's text
-/// (`0.1` prints the same) yet is not the input's value. Text and binary types of any width or
-/// encoding (dictionary, view) count as one: their bytes are the values.
+/// (`0.1` prints the same) yet is not the input's value. Text types of any width or encoding
+/// (dictionary, view) count as one, and so do binary types; text and binary do not (a binary
+/// value is compared by its bytes in hex: text `ff00` and the bytes `ff 00` would compare equal).
 fn check_types(
     dataset: &Dataset,
     release: &Input,
@@ -134,12 +135,11 @@ fn check_types(
     fn family(t: &DataType) -> DataType {
         match t {
             DataType::Dictionary(_, v) => family(v),
-            DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => DataType::Utf8,
+            DataType::Binary
             | DataType::LargeBinary
-            | DataType::BinaryView => DataType::Utf8,
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => DataType::Binary,
             t => t.clone(),
         }
     }
