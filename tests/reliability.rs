@@ -562,13 +562,28 @@ fn directories_and_globs_are_inputs() {
     );
     let err = fails(&["evaluate", &p, "--node", "0"]);
     assert!(
-        err.contains("no files match") && err.contains("partition directories"),
+        err.contains("leaves it out") && err.contains("partition directories"),
         "{err}"
     );
     let hinted = lake.join("*.csv");
     assert!(err.contains(&*hinted.to_string_lossy()), "{err}");
     let p = profile(dir.path(), &hinted.to_string_lossy(), false, "");
     assert_eq!(pbg_json(&["evaluate", &p, "--node", "0"])["k"], 2);
+    // Beside a plain directory, the same glob read the plain one alone: rows were lost.
+    let plain = lake.join("plain");
+    fs::create_dir_all(&plain).unwrap();
+    write(&plain, "x.csv", "zip,disease\n13053,flu\n13068,cold\n");
+    let p = profile(
+        dir.path(),
+        &lake.join("*/*.csv").to_string_lossy(),
+        false,
+        "",
+    );
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("year=2020") && err.contains("leaves it out"),
+        "{err}"
+    );
 }
 
 /// Writes a Parquet file of the given columns.

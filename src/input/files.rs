@@ -300,28 +300,42 @@ pub(super) fn listing_url(path: &Path) -> Result<ListingTableUrl> {
     ListingTableUrl::try_new(url, None).map_err(|e| df_error(&input, e))
 }
 
-/// Why a glob matched nothing, when that is DataFusion's rule for partition directories: it
-/// matches a glob against a file's path with its `key=value` directories left out, so
-/// `lake/*/*.csv` matches no file of `lake/year=2020/a.csv` (and `lake/*.csv` matches it).
-fn glob_over_partitions(url: &ListingTableUrl, ext: &str) -> Option<String> {
+/// A file a glob input matches, read literally (its partition directories included), that
+/// DataFusion's listing left out, and the glob's base directory. DataFusion matches a glob
+/// against a file's path with its `key=value` directories left out, so `lake/*/*.csv` over
+/// `lake/plain/a.csv` and `lake/year=2020/a.csv` read the first alone: rows were silently lost.
+fn glob_left_out(
+    url: &ListingTableUrl,
+    ext: &str,
+    listed: &[PathBuf],
+) -> Option<(PathBuf, PathBuf)> {
     let glob = url.get_glob().as_ref()?;
     let base = url.get_url().to_file_path().ok()?;
     let mut all = Vec::new();
     files_under(&base, &mut all).ok()?;
     all.sort();
-    let partitioned = all.iter().find(|f| {
+    let left = all.into_iter().find(|f| {
         f.to_string_lossy().ends_with(ext)
-            && f.strip_prefix(&base).is_ok_and(|rel| {
-                rel.components()
-                    .any(|c| c.as_os_str().to_string_lossy().contains('='))
-            })
+            && f.strip_prefix(&base)
+                .is_ok_and(|rel| glob.matches(&rel.to_string_lossy()))
+            && !listed.contains(f)
     })?;
-    Some(format!(
-        ": DataFusion matches a glob against a file's path with its partition directories (`key=value`) left out, so `{glob}` matches no file under {} such as {}; leave them out of the glob (`{}` reads that file) or give the directory",
-        base.display(),
-        partitioned.display(),
-        base.join(format!("*{ext}")).display()
-    ))
+    Some((left, base))
+}
+
+/// The error for a glob input whose listing left out `left`, a file it matches (see
+/// [`glob_left_out`]).
+fn left_out(path: &Path, url: &ListingTableUrl, ext: &str, left: &Path, base: &Path) -> PbgError {
+    let glob = url.get_glob().as_ref().map_or("", |g| g.as_str());
+    PbgError::Format {
+        path: path.to_path_buf(),
+        message: format!(
+            "`{glob}` matches {}, but DataFusion's listing leaves it out: it matches a glob against a file's path with its partition directories (`key=value`) left out; name the files without them (`{}` reads every file below the partition directories of {}) or give the directory",
+            left.display(),
+            base.join(format!("*{ext}")).display(),
+            base.display()
+        ),
+    }
 }
 
 /// What [`check_files`] found out about a path input's files.
@@ -360,13 +374,13 @@ pub(super) async fn check_files(
         .map(|m| PathBuf::from(format!("/{}", m.location.as_ref())))
         .collect();
     files.sort();
+    if let Some((left, base)) = glob_left_out(url, ext, &files) {
+        return Err(left_out(path, url, ext, &left, &base));
+    }
     if files.is_empty() {
         return Err(PbgError::Format {
             path: path.to_path_buf(),
-            message: format!(
-                "no files match (extension `{ext}`){}",
-                glob_over_partitions(url, ext).unwrap_or_default()
-            ),
+            message: format!("no files match (extension `{ext}`)"),
         });
     }
     if path.is_dir() {
