@@ -384,3 +384,38 @@ fn init_keeps_negative_and_positive_zero_apart() {
     let r = pbg_json(&["evaluate", profile.to_str().unwrap(), "--node", "0"]);
     assert_eq!(r["classes"], 6, "{r}");
 }
+
+/// A column named like the count's alias (`__n`) is drafted like any other (the alias made the
+/// aggregate's schema ambiguous and `init` failed).
+#[test]
+fn init_drafts_a_column_named_like_its_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d.csv");
+    let mut text = "__n,age,dis\n".to_string();
+    for i in 0..40 {
+        text.push_str(&format!(
+            "{},{},{}\n",
+            i % 4,
+            20 + i % 7,
+            ["flu", "cold"][i % 2]
+        ));
+    }
+    std::fs::write(&data, text).unwrap();
+    let out = dir.path().join("draft");
+    let d = pbg_json(&[
+        "init",
+        "--input",
+        data.to_str().unwrap(),
+        "--sensitive",
+        "dis",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let qis: Vec<&str> = d["qis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|q| q["name"].as_str())
+        .collect();
+    assert!(qis.contains(&"__n"), "{d}");
+}

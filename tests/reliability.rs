@@ -2632,3 +2632,94 @@ fn duration_interval_and_fixed_size_binary_columns_are_released() {
     assert_eq!(text.lines().next(), Some("zip,disease,wait,span"), "{text}");
     assert_eq!(text.lines().count(), 3, "{text}");
 }
+
+/// A page or table is never written over a file of another format: `pbg report --output
+/// r.parquet` replaced a release with HTML, `lattice --format csv --out l.parquet` wrote CSV into
+/// a Parquet name. A write that fails names the output, not its temporary file.
+#[test]
+fn reports_and_lattices_keep_to_the_format_of_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,disease\n13053,flu\n13053,cold\n13068,flu\n13068,cold\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let release = dir.path().join("r.parquet");
+    let args = [
+        "anonymize",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        release.to_str().unwrap(),
+    ];
+    pbg_json(&args);
+    let before = fs::read(&release).unwrap();
+    let err = fails(&[
+        "report",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        release.to_str().unwrap(),
+    ]);
+    assert!(err.contains("HTML page"), "{err}");
+    let page = dir.path().join("r.html");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        release.to_str().unwrap(),
+        "--report",
+        dir.path().join("r.csv").to_str().unwrap(),
+    ]);
+    assert!(err.contains("HTML page"), "{err}");
+    assert_eq!(fs::read(&release).unwrap(), before);
+    pbg_json(&[
+        "report",
+        &p,
+        "--node",
+        "0",
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        fs::read_to_string(&page)
+            .unwrap()
+            .starts_with("<!DOCTYPE html>")
+    );
+    let err = fails(&["lattice", &p, "--out", release.to_str().unwrap()]);
+    assert!(err.contains("named .parquet but --format is csv"), "{err}");
+    assert_eq!(fs::read(&release).unwrap(), before);
+    let lattice = dir.path().join("l.parquet");
+    let args = [
+        "lattice",
+        &p,
+        "--format",
+        "parquet",
+        "--out",
+        lattice.to_str().unwrap(),
+    ];
+    assert!(pbg(&args).status.success());
+    // An output directory that cannot be written: the error names the output.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = dir.path().join("ro");
+        fs::create_dir(&ro).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        let out = ro.join("l.csv");
+        let out_text = out.to_string_lossy().into_owned();
+        let probe = ro.join("probe");
+        // Root writes anyway: only a directory that refuses writes is a test.
+        if fs::write(&probe, "").is_err() {
+            let err = fails(&["lattice", &p, "--out", &out_text]);
+            assert!(err.contains(&out_text) && !err.contains("pbg-tmp"), "{err}");
+        }
+        let _ = fs::remove_file(&probe);
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}

@@ -80,6 +80,7 @@ pub struct AnonymizeArgs {
     #[arg(long, value_name = "RULE")]
     suppression_rule: Option<String>,
     /// The release file (.csv or .parquet); written to a temporary file, verified, then renamed.
+    /// For `pbg report`: the HTML page (.html), nothing else written.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
     /// Also write a self-contained HTML report of the release (for a privacy officer).
@@ -119,6 +120,18 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         },
         suppression_rule: a.suppression_rule.clone(),
     };
+    if let Some(r) = &a.report {
+        // A page written over a release (`pbg report --output r.parquet`) destroyed it.
+        let html = r
+            .extension()
+            .is_some_and(|e| matches!(e.to_ascii_lowercase().to_str(), Some("html" | "htm")));
+        if !html {
+            anyhow::bail!(
+                "{}: the report is an HTML page: name it FILE.html (a release or other file of that name would be replaced by the page)",
+                r.display()
+            );
+        }
+    }
     let mut profile = a.profile.profile()?;
     job.apply_rule(&mut profile)?;
     job.policy(&profile)?;

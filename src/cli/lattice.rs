@@ -37,6 +37,27 @@ pub struct LatticeArgs {
 /// Runs `pbg lattice`.
 pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
+        // A table of another format under a known extension (CSV into `lat.parquet`) would
+        // replace a file of that format with one its readers cannot read.
+        let named = out
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        let wanted: &[&str] = match a.format {
+            Format::Csv => &["csv"],
+            Format::Parquet => &["parquet", "parq"],
+            Format::Json => &["json"],
+        };
+        if let Some(ext) = named.filter(|e| {
+            ["csv", "parquet", "parq", "json", "html", "htm"].contains(&e.as_str())
+                && !wanted.contains(&e.as_str())
+        }) {
+            bail!(
+                "--out {} is named .{ext} but --format is {}: name it .{} or give the format of its name",
+                out.display(),
+                wanted[0],
+                wanted[0]
+            );
+        }
         a.profile.profile()?.protect_as(out, "out")?;
     }
     let ev = a.profile.statistics_evaluator()?;
@@ -54,7 +75,8 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
             match &a.out {
                 Some(path) => {
                     let file = AtomicFile::new(path)?;
-                    std::fs::write(file.temp_path(), text + "\n")?;
+                    std::fs::write(file.temp_path(), text + "\n")
+                        .map_err(|e| pbg::PbgError::io(path, e))?;
                     file.commit()?;
                 }
                 None => println!("{text}"),
@@ -74,7 +96,8 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
             match &a.out {
                 Some(path) => {
                     let file = AtomicFile::new(path)?;
-                    write_batches(file.temp_path(), format, batch.schema(), &[batch])?;
+                    write_batches(file.temp_path(), format, batch.schema(), &[batch])
+                        .map_err(|e| file.named(e))?;
                     file.commit()?;
                 }
                 None if format == OutputFormat::Parquet => {

@@ -205,6 +205,16 @@ pub async fn column_values(
     value_counts(&df, input, name).await
 }
 
+/// `base`, made longer until no column of `df` has its name (a column named `__n` made the
+/// count's alias ambiguous and `init` failed).
+fn unused_name(df: &datafusion::prelude::DataFrame, base: &str) -> String {
+    let mut name = base.to_string();
+    while df.schema().fields().iter().any(|f| f.name() == &name) {
+        name.push('_');
+    }
+    name
+}
+
 /// The distinct text forms of column `name` with their counts, most frequent first (ties by text).
 async fn value_counts(
     df: &datafusion::prelude::DataFrame,
@@ -224,7 +234,7 @@ async fn value_counts(
     };
     let batches = df
         .clone()
-        .aggregate(vec![key], vec![count(lit(1)).alias("__n")])
+        .aggregate(vec![key], vec![count(lit(1)).alias(unused_name(df, "__n"))])
         .map_err(|e| df_error(input, e))?
         .collect()
         .await

@@ -268,14 +268,18 @@ pub fn slice(profile: &Profile, options: &SliceOptions, output: &Path) -> Result
     let layout = slice_layout(attributes, options)?;
     let tp = partition_tuples_with(&layout, options.l, options.diversity)?;
     let batch = release::release_batch(&layout, &tp.buckets, options.seed)?;
-    write_batches(
-        file.temp_path(),
-        OutputFormat::of(output)?,
-        batch.schema(),
-        &[batch],
-    )?;
-    let check = verify::check_slice_release(file.temp_path(), &layout)?;
-    confirm(&check, &tp.disclosure, options, file.temp_path())?;
+    let written = || -> Result<_> {
+        write_batches(
+            file.temp_path(),
+            OutputFormat::of(output)?,
+            batch.schema(),
+            &[batch],
+        )?;
+        let check = verify::check_slice_release(file.temp_path(), &layout)?;
+        confirm(&check, &tp.disclosure, options, file.temp_path())?;
+        Ok(check)
+    };
+    let check = written().map_err(|e| file.named(e))?;
     file.commit()?;
     Ok(SliceSummary {
         output: output.to_path_buf(),
