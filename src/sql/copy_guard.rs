@@ -74,6 +74,14 @@ impl AnalyzerRule for CopyGuard {
         let LogicalPlan::Copy(mut copy) = plan else {
             return Ok(plan);
         };
+        // DataFusion takes a target holding glob characters for a glob: `COPY .. TO 'x[2].csv'`
+        // wrote a file of a random name into the directory and reported its rows as written.
+        if !copy.output_url.contains("://") && copy.output_url.contains(['*', '?', '[']) {
+            return Err(DataFusionError::Plan(format!(
+                "COPY: {}: DataFusion reads a path holding `*`, `?` or `[` as a glob and would write a file of another name: choose a name without them",
+                copy.output_url
+            )));
+        }
         copy.output_url = absolute_target(&copy.output_url)?;
         let output = PathBuf::from(
             copy.output_url
