@@ -1981,9 +1981,19 @@ fn an_input_named_like_a_leftover_temporary_file_is_kept() {
         text,
         "the input was removed"
     );
-    // A true leftover of the same name pattern is removed once a run succeeds.
+    // A true leftover of the same name pattern (its process gone, untouched for an hour) is
+    // removed once a run succeeds; a fresh one may be a live run's in another PID namespace.
     let leftover = dir.path().join(".r.csv.pbg-tmp-99999998.csv");
     fs::write(&leftover, "partial").unwrap();
+    let fresh = dir.path().join(".r.csv.pbg-tmp-99999997.csv");
+    fs::write(&fresh, "partial").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    fs::File::options()
+        .write(true)
+        .open(&leftover)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
     let r = pbg_json(&[
         "anonymize",
         &p,
@@ -1994,6 +2004,7 @@ fn an_input_named_like_a_leftover_temporary_file_is_kept() {
     ]);
     assert_eq!(r["verified"], true);
     assert!(!leftover.exists(), "the leftover stayed");
+    assert!(fresh.exists(), "a fresh temporary file was removed");
     assert_eq!(fs::read_to_string(&data).unwrap(), text);
 }
 

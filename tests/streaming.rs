@@ -663,7 +663,14 @@ fn a_run_killed_mid_write_leaves_the_previous_release_untouched() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(fs::read(&out).unwrap(), b"previous release");
-    // The next run removes the dead run's temporary file and replaces the release.
+    // Once left unchanged for an hour (aged here), the next run removes the dead run's
+    // temporary file and replaces the release.
+    fs::File::options()
+        .write(true)
+        .open(&temp)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))
+        .unwrap();
     let r = pbg_json(&[
         "anonymize",
         ADULT,
