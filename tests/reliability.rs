@@ -2020,9 +2020,9 @@ fn a_report_that_cannot_be_written_fails_before_the_release() {
     );
     let p = profile(dir.path(), &data, false, "");
     let out = write(dir.path(), "r.csv", "previous release");
-    fs::create_dir(dir.path().join("adir")).unwrap();
+    fs::create_dir(dir.path().join("adir.html")).unwrap();
     let long = format!("{}.html", "r".repeat(240));
-    for report in ["nodir/r.html", "adir", long.as_str()] {
+    for report in ["nodir/r.html", "adir.html", long.as_str()] {
         let report = dir.path().join(report);
         let err = fails(&[
             "anonymize",

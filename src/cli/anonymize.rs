@@ -120,7 +120,14 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         },
         suppression_rule: a.suppression_rule.clone(),
     };
+    let mut profile = a.profile.profile()?;
+    job.apply_rule(&mut profile)?;
+    job.policy(&profile)?;
     if let Some(r) = &a.report {
+        profile.protect_as(r, if release { "report" } else { "output" })?;
+        if release && pbg::io::same_path(r, &a.output) {
+            anyhow::bail!("--report {} is the release itself", r.display());
+        }
         // A page written over a release (`pbg report --output r.parquet`) destroyed it.
         let html = r
             .extension()
@@ -130,15 +137,6 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
                 "{}: the report is an HTML page: name it FILE.html (a release or other file of that name would be replaced by the page)",
                 r.display()
             );
-        }
-    }
-    let mut profile = a.profile.profile()?;
-    job.apply_rule(&mut profile)?;
-    job.policy(&profile)?;
-    if let Some(r) = &a.report {
-        profile.protect_as(r, if release { "report" } else { "output" })?;
-        if release && pbg::io::same_path(r, &a.output) {
-            anyhow::bail!("--report {} is the release itself", r.display());
         }
     }
     // The page's file is planned before anything runs: a report that cannot be written must
