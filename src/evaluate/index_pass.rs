@@ -47,6 +47,13 @@ impl Evaluator {
             .sum()
     }
 
+    /// What raising QI `d` from `level` to the next adds to [`Self::glm_bound`] (its terms are
+    /// per QI): one subtraction, where the bound of the raised node sums every QI again.
+    pub fn glm_bound_step(&self, d: usize, level: u8) -> f64 {
+        let base = &self.glm_base[d];
+        base[level as usize + 1] - base[level as usize]
+    }
+
     /// Every index of `node` from its cell tables, under the suppression rule.
     ///
     /// One integer pass over the sensitive cells gives each class's size, distinct values and
