@@ -2462,6 +2462,19 @@ fn qi_flags_add_to_the_profiles_quasi_identifiers() {
     let zip = write(dir.path(), "zip.csv", "13053;1305*;*\n13068;1306*;*\n");
     let r = pbg_json(&["evaluate", &p, "--qi", &format!("zip={zip}"), "--node", "1"]);
     assert_eq!(r["classes"], 2);
+    // One QI given twice is refused (the last hierarchy silently won).
+    let twice = [
+        "evaluate",
+        &p,
+        "--qi",
+        &format!("sex={sex}"),
+        "--qi",
+        &format!("sex={sex}"),
+        "--node",
+        "0,0",
+    ];
+    let err = fails(&twice);
+    assert!(err.contains("`sex` twice"), "{err}");
 }
 
 /// A Parquet binary column is compared by its bytes (as hex text): blobs that are not UTF-8

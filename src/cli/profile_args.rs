@@ -124,6 +124,16 @@ impl ProfileArgs {
         if let Some(d) = &self.delimiter {
             profile.delimiter = parse_delimiter(d)?;
         }
+        if let Some(twice) = qis
+            .iter()
+            .enumerate()
+            .find_map(|(i, q)| qis[..i].iter().find(|p| p.name == q.name))
+        {
+            return Err(PbgError::profile(
+                FLAGS,
+                format!("--qi names `{}` twice: give each QI once", twice.name),
+            ));
+        }
         // Added to the file's QIs, never in their place: replacing them released the file's
         // QIs as plain columns, raw. A QI the file names takes the flag's hierarchy.
         for q in qis {
