@@ -95,7 +95,13 @@ pub fn check_slice_table(table: &Table, layout: &SliceLayout) -> Result<SliceChe
         let map: Vec<u32> = (0..t.values.len())
             .map(|k| intern(interned, attr, t.values.value(k)))
             .collect();
-        Ok(t.keys.values().iter().map(|&k| map[k as usize]).collect())
+        // A null is the empty text (a CSV file reads an empty field as null): its key slot
+        // holds 0, which read the first distinct text instead.
+        let empty = intern(interned, attr, "");
+        Ok(t.keys
+            .iter()
+            .map(|k| k.map_or(empty, |k| map[k as usize]))
+            .collect())
     };
     let bucket_col = cast(&table.column(0)?, &DataType::UInt64)?;
     let bucket_of: Vec<u64> = bucket_col.as_primitive::<UInt64Type>().values().to_vec();
