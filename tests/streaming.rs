@@ -664,13 +664,27 @@ fn a_run_killed_mid_write_leaves_the_previous_release_untouched() {
     child.wait().unwrap();
     assert_eq!(fs::read(&out).unwrap(), b"previous release");
     // Once left unchanged for an hour (aged here), the next run removes the dead run's
-    // temporary file and replaces the release.
-    fs::File::options()
-        .write(true)
-        .open(&temp)
+    // temporary files (the one found may have been the writer's staging file, renamed since)
+    // and replaces the release.
+    let left: Vec<_> = fs::read_dir(dir.path())
         .unwrap()
-        .set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))
-        .unwrap();
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".release.parquet.pbg-tmp-")
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(!left.is_empty(), "the killed run left no temporary file");
+    for f in &left {
+        fs::File::options()
+            .write(true)
+            .open(f)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))
+            .unwrap();
+    }
     let r = pbg_json(&[
         "anonymize",
         ADULT,
@@ -683,6 +697,10 @@ fn a_run_killed_mid_write_leaves_the_previous_release_untouched() {
     ]);
     assert_eq!(r["verified"], true);
     assert!(!temp.exists(), "stale temporary file removed");
+    assert!(
+        left.iter().all(|f| !f.exists()),
+        "stale temporary files removed"
+    );
     assert_ne!(fs::read(&out).unwrap(), b"previous release");
 }
 
