@@ -2747,3 +2747,78 @@ fn reports_and_lattices_keep_to_the_format_of_their_name() {
         fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
     }
 }
+
+/// Directory and glob inputs read exactly the files they name: DataFusion's listing read hidden
+/// files (a killed run's temporary file among them), its `*` crossed `/` (an earlier release in
+/// a subdirectory was read as more rows), a file whose partition directory was not first below
+/// the input was silently left out, and a symbolic link back to an ancestor made the walk
+/// endless. A Parquet release to a name holding `[` is written there.
+#[test]
+fn listings_read_exactly_the_files_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = "zip,disease\n13053,flu\n13053,cold\n13068,flu\n13068,cold\n";
+    let input = |name: &str| {
+        let p = profile(
+            dir.path(),
+            &dir.path().join(name).to_string_lossy(),
+            false,
+            "",
+        );
+        fails(&["evaluate", &p, "--node", "0"])
+    };
+    // A partition directory below a plain one.
+    let l9 = dir.path().join("l9");
+    fs::create_dir_all(l9.join("a=1")).unwrap();
+    fs::create_dir_all(l9.join("x/a=2")).unwrap();
+    write(&l9.join("a=1"), "y.csv", rows);
+    write(&l9.join("x/a=2"), "y.csv", rows);
+    let err = input("l9");
+    assert!(
+        err.contains("x/a=2/y.csv") && err.contains("partition directories"),
+        "{err}"
+    );
+    // A glob's `*` reaching a subdirectory.
+    let lk = dir.path().join("lk");
+    fs::create_dir_all(lk.join("archive")).unwrap();
+    write(&lk, "a1.csv", rows);
+    write(&lk.join("archive"), "rel.csv", rows);
+    let err = input("lk/a*.csv");
+    assert!(
+        err.contains("archive/rel.csv") && err.contains("crosses"),
+        "{err}"
+    );
+    // A hidden file (a killed run's leftover) in an input directory.
+    let l4 = dir.path().join("l4");
+    fs::create_dir_all(&l4).unwrap();
+    write(&l4, "a.csv", rows);
+    write(&l4, ".r.csv.pbg-tmp-4242.csv", rows);
+    let err = input("l4");
+    assert!(
+        err.contains(".r.csv.pbg-tmp-4242.csv") && err.contains("hidden"),
+        "{err}"
+    );
+    // A link back to an ancestor: the walk ends (DataFusion's listing names the loop).
+    #[cfg(unix)]
+    {
+        let s = dir.path().join("s");
+        fs::create_dir_all(s.join("a")).unwrap();
+        write(&s.join("a"), "x.csv", rows);
+        std::os::unix::fs::symlink("..", s.join("a/loop")).unwrap();
+        let err = input("s");
+        assert!(err.contains("loop"), "{err}");
+    }
+    // A Parquet release to a name holding glob characters.
+    let data = write(dir.path(), "d.csv", rows);
+    let p = profile(dir.path(), &data, false, "");
+    let out = dir.path().join("o[1].parquet");
+    let r = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], true);
+    assert!(out.exists());
+}

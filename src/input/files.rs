@@ -53,8 +53,23 @@ pub(super) fn is_glob(path: &Path) -> bool {
     has_glob(&path.to_string_lossy()) && !path.exists()
 }
 
-/// Every regular file under `dir` (recursively), skipping hidden and temporary names.
+/// Every regular file under `dir` (recursively), skipping hidden and temporary names; a
+/// directory reached again through a symbolic link is walked once (a link back to an ancestor
+/// made the walk endless).
 pub(super) fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut walked = std::collections::HashSet::new();
+    walk(dir, out, &mut walked)
+}
+
+/// [`files_under`], with the directories walked so far (canonical paths).
+fn walk(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    walked: &mut std::collections::HashSet<PathBuf>,
+) -> Result<()> {
+    if !walked.insert(dir.canonicalize().map_err(|e| PbgError::io(dir, e))?) {
+        return Ok(());
+    }
     let entries = std::fs::read_dir(dir).map_err(|e| PbgError::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| PbgError::io(dir, e))?;
@@ -65,7 +80,7 @@ pub(super) fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         }
         let path = entry.path();
         if path.is_dir() {
-            files_under(&path, out)?;
+            walk(&path, out, walked)?;
         } else {
             out.push(path);
         }
@@ -345,6 +360,103 @@ pub(super) struct CheckedFiles {
     pub(super) quoting: Quoting,
     /// The CSV files' header names, read with the reader's quoting rule (empty for Parquet).
     pub(super) header: Vec<String>,
+    /// The files DataFusion lists, and the directory the listing starts from (the input
+    /// directory, or a glob's base; none for a remote store).
+    pub(super) files: Vec<PathBuf>,
+    pub(super) base: Option<PathBuf>,
+}
+
+/// Fails unless every listed file's first directories below `base` are the partition
+/// directories `partitions` (`key=value`, in order): DataFusion takes partition values only from
+/// there and, at the scan, leaves out a file whose path does not parse so (`x/a=2/y.csv` beside
+/// `a=1/y.csv`: its rows were silently missing from a release that then verified).
+pub(super) fn check_partition_paths(
+    path: &Path,
+    checked: &CheckedFiles,
+    partitions: &[String],
+) -> Result<()> {
+    let Some(base) = &checked.base else {
+        return Ok(());
+    };
+    if partitions.is_empty() {
+        return Ok(());
+    }
+    for f in &checked.files {
+        let Ok(rel) = f.strip_prefix(base) else {
+            continue;
+        };
+        let dirs: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let placed = partitions.iter().enumerate().all(|(i, p)| {
+            dirs.get(i)
+                .is_some_and(|d| d.split_once('=').is_some_and(|(k, _)| k == p))
+        }) && dirs.len() > partitions.len();
+        if !placed {
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{} is not directly below the partition directories ({}) of {}: DataFusion reads partition values only from a path's first directories and leaves this file out; give every file the same partition directories, or read the files apart",
+                    f.display(),
+                    partitions
+                        .iter()
+                        .map(|p| format!("`{p}=…`"))
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                    base.display()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Fails on a listed file that pbg's own walk would skip or that a glob reaches below its
+/// depth: DataFusion's listing reads hidden and `_` names (a killed run's temporary file in an
+/// input directory was read as rows of the input), and its `*` crosses `/` (`lk/a*.csv` read
+/// `lk/archive/rel.csv`, an earlier release, as more rows: every person counted twice).
+fn check_listed(path: &Path, url: &ListingTableUrl, files: &[PathBuf], base: &Path) -> Result<()> {
+    let glob = url.get_glob().as_ref().map(|g| g.as_str());
+    // Without `**`, a glob reaches as deep as it has segments (partition directories, which
+    // DataFusion leaves out of the path it matches, not counted).
+    let depth = glob
+        .filter(|g| !g.contains("**"))
+        .map(|g| g.split('/').filter(|s| !s.is_empty()).count());
+    for f in files {
+        let Ok(rel) = f.strip_prefix(base) else {
+            continue;
+        };
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if let Some(hidden) = parts
+            .iter()
+            .find(|p| p.starts_with('.') || p.starts_with('_'))
+        {
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{} would be read as part of the input although `{hidden}` is hidden (named with `.` or `_`, as temporary and leftover files are): move it out of the input, or name the files to read",
+                    f.display()
+                ),
+            });
+        }
+        let reached = parts.iter().filter(|p| !p.contains('=')).count();
+        if let (Some(g), Some(d)) = (glob, depth)
+            && reached != d
+        {
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "`{g}` matches {} in a directory below: DataFusion's `*` crosses `/`; use `**` to read subdirectories, or a glob that reaches only the files meant",
+                    f.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Checks every file of a path input before DataFusion reads it: no repeated column names, CSV
@@ -376,6 +488,10 @@ pub(super) async fn check_files(
     files.sort();
     if let Some((left, base)) = glob_left_out(url, ext, &files) {
         return Err(left_out(path, url, ext, &left, &base));
+    }
+    let base = url.get_url().to_file_path().ok();
+    if let Some(base) = &base {
+        check_listed(path, url, &files, base)?;
     }
     if files.is_empty() {
         return Err(PbgError::Format {
@@ -472,7 +588,12 @@ pub(super) async fn check_files(
             }
         }
     }
-    Ok(CheckedFiles { quoting, header })
+    Ok(CheckedFiles {
+        quoting,
+        header,
+        files,
+        base,
+    })
 }
 
 /// Whether two column lists hold the same names, in any order.

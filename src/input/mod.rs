@@ -204,6 +204,7 @@ async fn open_path(
         .infer_partitions(&state, &url)
         .await
         .map_err(|e| df_error(&input, e))?;
+    files::check_partition_paths(path, &checked, &partitions)?;
     for p in &partitions {
         if schema.field_with_name(p).is_ok() {
             return Err(PbgError::Format {

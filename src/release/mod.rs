@@ -329,14 +329,17 @@ fn copy_plan(
     let options = [("single_file_output".to_string(), "true".to_string())]
         .into_iter()
         .collect();
-    LogicalPlanBuilder::copy_to(
-        plan,
-        path.to_string_lossy().into_owned(),
-        file_type,
-        options,
-        vec![],
-    )?
-    .build()
+    // DataFusion reads a plain path holding glob characters as a glob and writes a file of
+    // another name (`o[1].parquet` failed at the rename); a file URL is taken as it is.
+    let text = path.to_string_lossy().into_owned();
+    let target = match text.contains(['*', '?', '[']) {
+        true => std::path::absolute(path)
+            .ok()
+            .and_then(|p| url::Url::from_file_path(p).ok())
+            .map_or(text, |u| u.to_string()),
+        false => text,
+    };
+    LogicalPlanBuilder::copy_to(plan, target, file_type, options, vec![])?.build()
 }
 
 /// Writes a release plan to `path` through a cluster session: the executors run the plan and

@@ -83,11 +83,13 @@ impl AnalyzerRule for CopyGuard {
             )));
         }
         copy.output_url = absolute_target(&copy.output_url)?;
-        let output = PathBuf::from(
-            copy.output_url
-                .strip_prefix("file://")
-                .unwrap_or(&copy.output_url),
-        );
+        // A file URL is compared as the path it names (percent-decoded).
+        let output = match url::Url::parse(&copy.output_url) {
+            Ok(u) if u.scheme() == "file" => {
+                u.to_file_path().unwrap_or_else(|_| PathBuf::from(u.path()))
+            }
+            _ => PathBuf::from(&copy.output_url),
+        };
         let refuse = |e: crate::PbgError| DataFusionError::Plan(format!("COPY: {e}"));
         for source in scanned_paths(&copy.input)? {
             crate::io::refuse_overwrite(&output, &Input::Path(source)).map_err(refuse)?;
