@@ -52,6 +52,30 @@ fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// Refuses an `INSERT INTO` a listing table whose location DataFusion took for a glob
+/// (`LOCATION 'new[1]/'`): the rows went to a file of a random name in the glob's base
+/// directory, reported as inserted, and the table read none of them.
+fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Result<()> {
+    if !matches!(dml.op, datafusion::logical_expr::WriteOp::Insert(_)) {
+        return Ok(());
+    }
+    let Ok(provider) = source_as_provider(&dml.target) else {
+        return Ok(());
+    };
+    let Some(listing) = (provider.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
+    else {
+        return Ok(());
+    };
+    match listing.table_paths().iter().find_map(|u| u.get_glob().as_ref()) {
+        Some(glob) => Err(DataFusionError::Plan(format!(
+            "INSERT INTO {}: its location holds a glob (`{}`): DataFusion would write the rows to a file of another name; give the table a location without `*`, `?` or `[`",
+            dml.table_name,
+            glob.as_str()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A relative local `COPY` target made absolute against this process's directory (a trailing `/`,
 /// which asks for a directory, kept): whoever writes it — this process or a cluster's executor,
 /// whose directory differs — writes the place the guard checked.
@@ -71,6 +95,9 @@ fn absolute_target(output: &str) -> Result<String> {
 
 impl AnalyzerRule for CopyGuard {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        if let LogicalPlan::Dml(dml) = &plan {
+            refuse_insert_into_glob(dml)?;
+        }
         let LogicalPlan::Copy(mut copy) = plan else {
             return Ok(plan);
         };
