@@ -66,7 +66,11 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
     else {
         return Ok(());
     };
-    match listing.table_paths().iter().find_map(|u| u.get_glob().as_ref()) {
+    match listing
+        .table_paths()
+        .iter()
+        .find_map(|u| u.get_glob().as_ref())
+    {
         Some(glob) => Err(DataFusionError::Plan(format!(
             "INSERT INTO {}: its location holds a glob (`{}`): DataFusion would write the rows to a file of another name; give the table a location without `*`, `?` or `[`",
             dml.table_name,
