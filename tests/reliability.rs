@@ -2807,6 +2807,22 @@ fn listings_read_exactly_the_files_named() {
         let err = input("s");
         assert!(err.contains("loop"), "{err}");
     }
+    // A glob without an extension over Parquet files reads them as Parquet (as CSV, their
+    // bytes failed as a header).
+    let pl = dir.path().join("pl");
+    fs::create_dir_all(&pl).unwrap();
+    let column = |v: Vec<&str>| -> arrow::array::ArrayRef {
+        std::sync::Arc::new(arrow::array::StringArray::from(v))
+    };
+    parquet(
+        &pl.join("x.parquet"),
+        vec![
+            ("zip", column(vec!["13053", "13053"])),
+            ("disease", column(vec!["flu", "cold"])),
+        ],
+    );
+    let p = profile(dir.path(), &pl.join("**").to_string_lossy(), false, "");
+    assert_eq!(pbg_json(&["evaluate", &p, "--node", "0"])["k"], 2);
     // A Parquet release to a name holding glob characters.
     let data = write(dir.path(), "d.csv", rows);
     let p = profile(dir.path(), &data, false, "");

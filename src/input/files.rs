@@ -107,6 +107,16 @@ pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
             .and_then(|n| n.rsplit_once('.'))
             .map(|(_, e)| e.to_string())
             .filter(|e| !has_glob(e));
+        // A pattern without one (`lake/**`) is of the kind its base directory holds, as that
+        // directory given alone would be (Parquet files were read as CSV and failed on a
+        // "header" of binary bytes).
+        let base: PathBuf = path
+            .components()
+            .take_while(|c| !has_glob(&c.as_os_str().to_string_lossy()))
+            .collect();
+        if ext.is_none() && !base.as_os_str().is_empty() && base.is_dir() {
+            return kind_of(&base);
+        }
         return Ok(of_ext(ext.as_deref()));
     }
     let meta = std::fs::metadata(path).map_err(|e| PbgError::io(path, e))?;
