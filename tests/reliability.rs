@@ -554,13 +554,16 @@ fn directories_and_globs_are_inputs() {
         fs::create_dir_all(&part).unwrap();
         write(&part, "x.csv", "zip,disease\n13053,flu\n13068,cold\n");
     }
-    let p = profile(
-        dir.path(),
-        &lake.join("*/*.csv").to_string_lossy(),
-        false,
-        "",
-    );
-    let err = fails(&["evaluate", &p, "--node", "0"]);
+    let over_lake = || {
+        let p = profile(
+            dir.path(),
+            &lake.join("*/*.csv").to_string_lossy(),
+            false,
+            "",
+        );
+        fails(&["evaluate", &p, "--node", "0"])
+    };
+    let err = over_lake();
     assert!(
         err.contains("leaves it out") && err.contains("partition directories"),
         "{err}"
@@ -573,13 +576,7 @@ fn directories_and_globs_are_inputs() {
     let plain = lake.join("plain");
     fs::create_dir_all(&plain).unwrap();
     write(&plain, "x.csv", "zip,disease\n13053,flu\n13068,cold\n");
-    let p = profile(
-        dir.path(),
-        &lake.join("*/*.csv").to_string_lossy(),
-        false,
-        "",
-    );
-    let err = fails(&["evaluate", &p, "--node", "0"]);
+    let err = over_lake();
     assert!(
         err.contains("year=2020") && err.contains("leaves it out"),
         "{err}"

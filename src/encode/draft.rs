@@ -572,8 +572,8 @@ pub async fn draft(
 
 /// An absolute form of an input path, globs kept as written.
 fn absolute(p: &Path) -> Result<String> {
-    let text = p.to_string_lossy();
-    if text.contains(['*', '?', '[']) {
+    // (An existing path holding glob characters is that path, as the input reads it.)
+    if input::is_glob(p) {
         let cwd = std::env::current_dir().map_err(|e| PbgError::io(p, e))?;
         return Ok(cwd.join(p).to_string_lossy().into_owned());
     }

@@ -8,7 +8,7 @@
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 
-use crate::input::text::{TextColumn, text_column};
+use crate::input::text::{TextColumn, text_column_named};
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::prelude::{DataFrame, SessionContext};
 
@@ -137,13 +137,12 @@ pub async fn count_combinations_with<C: Companion>(
                             .columns()
                             .iter()
                             .zip(batch.schema().fields())
-                            .map(|(c, f)| {
-                                text_column(c).map_err(|e| PbgError::Format {
-                                    path: source.as_path(),
-                                    message: format!("column `{}`: {e}", f.name()),
-                                })
-                            })
-                            .collect::<Result<Vec<_>>>()?;
+                            .map(|(c, f)| text_column_named(c, f.name()))
+                            .collect::<Result<Vec<_>>>()
+                            .map_err(|e| PbgError::Format {
+                                path: source.as_path(),
+                                message: e.to_string(),
+                            })?;
                         companion.add(&batch, &texts)?;
                         let part: Vec<&TextColumn> = counted.iter().map(|&i| &texts[i]).collect();
                         acc.add_texts(&spec, &part, batch.num_rows())?;

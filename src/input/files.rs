@@ -42,14 +42,14 @@ pub fn was_read(path: &Path) -> bool {
     }
 }
 
-/// Whether a text holds glob characters.
-pub(super) fn has_glob(text: &str) -> bool {
+/// Whether a text holds glob characters (DataFusion reads a path holding one as a glob).
+pub(crate) fn has_glob(text: &str) -> bool {
     text.contains(['*', '?', '['])
 }
 
 /// Whether a path input is a glob: it holds glob characters and names no existing file or
 /// directory ([`listing_url`]).
-pub(super) fn is_glob(path: &Path) -> bool {
+pub(crate) fn is_glob(path: &Path) -> bool {
     has_glob(&path.to_string_lossy()) && !path.exists()
 }
 
@@ -75,7 +75,7 @@ fn walk(
         let entry = entry.map_err(|e| PbgError::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name.starts_with('_') {
+        if is_hidden(&name) {
             continue;
         }
         let path = entry.path();
@@ -86,6 +86,22 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// Whether a file or directory name is hidden (`.` or `_` first, as temporary and leftover
+/// files are named): pbg's walk skips it, and an input must not read it.
+fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+/// The names of the directories and the file of `file` below `base` (none if it is not below).
+fn parts_below(file: &Path, base: &Path) -> Option<Vec<String>> {
+    let rel = file.strip_prefix(base).ok()?;
+    Some(
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect(),
+    )
 }
 
 /// The format and the extension filter of a path input (the extension as spelled on disk:
@@ -392,13 +408,9 @@ pub(super) fn check_partition_paths(
         return Ok(());
     }
     for f in &checked.files {
-        let Ok(rel) = f.strip_prefix(base) else {
+        let Some(dirs) = parts_below(f, base) else {
             continue;
         };
-        let dirs: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
         let placed = partitions.iter().enumerate().all(|(i, p)| {
             dirs.get(i)
                 .is_some_and(|d| d.split_once('=').is_some_and(|(k, _)| k == p))
@@ -434,17 +446,10 @@ fn check_listed(path: &Path, url: &ListingTableUrl, files: &[PathBuf], base: &Pa
         .filter(|g| !g.contains("**"))
         .map(|g| g.split('/').filter(|s| !s.is_empty()).count());
     for f in files {
-        let Ok(rel) = f.strip_prefix(base) else {
+        let Some(parts) = parts_below(f, base) else {
             continue;
         };
-        let parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        if let Some(hidden) = parts
-            .iter()
-            .find(|p| p.starts_with('.') || p.starts_with('_'))
-        {
+        if let Some(hidden) = parts.iter().find(|p| is_hidden(p)) {
             return Err(PbgError::Format {
                 path: path.to_path_buf(),
                 message: format!(

@@ -37,8 +37,8 @@ mod words;
 
 pub use csv_scan::{Begin, TextCsvFormat, TextDecoder, keyed_type};
 use files::check_files;
-pub(crate) use files::first_record;
 pub use files::{FileKind, kind_of, note_read, was_read};
+pub(crate) use files::{first_record, has_glob, is_glob};
 use quoting::Quoting;
 pub use runtime::{block_on, runtime_handle};
 

@@ -267,7 +267,6 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
         return Ok(());
     };
     let out = resolved(output);
-    let text = source.to_string_lossy();
     let refuse = |why: &str| {
         Err(PbgError::argument(
             "output",
@@ -279,12 +278,11 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
         ))
     };
     // (An existing path holding glob characters is read as that path, not as a glob.)
-    if text.contains(['*', '?', '[']) && !source.exists() {
+    if crate::input::is_glob(source) {
         // DataFusion matches a glob's file names under the directory before its first glob
         // segment, partition directories included: refuse any output there whose name matches.
-        let is_glob = |c: &std::path::Component<'_>| {
-            c.as_os_str().to_string_lossy().contains(['*', '?', '['])
-        };
+        let is_glob =
+            |c: &std::path::Component<'_>| crate::input::has_glob(&c.as_os_str().to_string_lossy());
         let base: PathBuf = source.components().take_while(|c| !is_glob(c)).collect();
         let name_pattern = source
             .file_name()

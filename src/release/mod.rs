@@ -332,7 +332,7 @@ fn copy_plan(
     // DataFusion reads a plain path holding glob characters as a glob and writes a file of
     // another name (`o[1].parquet` failed at the rename); a file URL is taken as it is.
     let text = path.to_string_lossy().into_owned();
-    let target = match text.contains(['*', '?', '[']) {
+    let target = match crate::input::has_glob(&text) {
         true => std::path::absolute(path)
             .ok()
             .and_then(|p| url::Url::from_file_path(p).ok())

@@ -107,7 +107,7 @@ impl AnalyzerRule for CopyGuard {
         };
         // DataFusion takes a target holding glob characters for a glob: `COPY .. TO 'x[2].csv'`
         // wrote a file of a random name into the directory and reported its rows as written.
-        if !copy.output_url.contains("://") && copy.output_url.contains(['*', '?', '[']) {
+        if !copy.output_url.contains("://") && crate::input::has_glob(&copy.output_url) {
             return Err(DataFusionError::Plan(format!(
                 "COPY: {}: DataFusion reads a path holding `*`, `?` or `[` as a glob and would write a file of another name: choose a name without them",
                 copy.output_url
