@@ -472,6 +472,133 @@ async fn a_changed_table_is_read_again() {
     assert!(after[0][0].parse::<u64>().unwrap() <= 4, "{after:?}");
 }
 
+/// A view over `pbg_anonymize` keeps the statistics read when it was created: once the rows
+/// under it change (a file rewritten or added, a memory table's insert or update), querying it
+/// is refused, naming what changed, and a COPY through it writes nothing; a new query (or view)
+/// reads the table as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_over_a_changed_table_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let t1 = std::fs::read_to_string(repo("datasets/t1/t1.csv")).unwrap();
+    let lake = dir.path().join("lake");
+    std::fs::create_dir(&lake).unwrap();
+    let csv = lake.join("t.csv");
+    std::fs::write(&csv, &t1).unwrap();
+    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
+    let toml = toml.replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()));
+    let declare = |name: &str, input: &str| {
+        format!(
+            "SELECT * FROM pbg_profile('{name}', '{}')",
+            toml.replace("input = \"t1.csv\"", input)
+                .replace('\'', "''")
+        )
+    };
+    let ctx = SessionContext::new();
+    pbg::sql::register(&ctx);
+    let run = |ctx: SessionContext, sql: String| async move {
+        let df = ctx.sql(&sql).await?;
+        df.collect().await
+    };
+    let count = |ctx: SessionContext, table: &'static str| async move {
+        let b = run(ctx, format!("SELECT count(*) FROM {table}")).await?;
+        Ok::<String, DataFusionError>(rows(&b)?[0][0].clone())
+    };
+    let refused = |e: DataFusionError, what: &str| {
+        let text = e.to_string();
+        assert!(
+            text.contains("changed since this release was planned") && text.contains(what),
+            "{text}"
+        );
+    };
+    // A path input: a file of the profile rewritten with one more row.
+    let path_input = format!("input = \"{}\"", csv.display());
+    run(ctx.clone(), declare("t", &path_input)).await.unwrap();
+    run(
+        ctx.clone(),
+        "CREATE VIEW rel AS SELECT * FROM pbg_anonymize('t', '1,1')".into(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count(ctx.clone(), "rel").await.unwrap(), "10");
+    std::fs::write(&csv, format!("{t1}11,13053,28,Divorced\n")).unwrap();
+    refused(
+        count(ctx.clone(), "rel").await.unwrap_err(),
+        "t.csv was modified",
+    );
+    let out = dir.path().join("out.csv");
+    let copy = format!(
+        "COPY (SELECT * FROM rel) TO '{}' STORED AS CSV",
+        out.display()
+    );
+    refused(run(ctx.clone(), copy).await.unwrap_err(), "t.csv");
+    assert!(!out.exists(), "a refused COPY wrote its target");
+    let direct = "(SELECT * FROM pbg_anonymize('t', '1,1'))";
+    assert_eq!(count(ctx.clone(), direct).await.unwrap(), "11");
+    // A listing table's directory: a file added by INSERT INTO.
+    std::fs::write(&csv, &t1).unwrap();
+    run(
+        ctx.clone(),
+        format!(
+            "CREATE EXTERNAL TABLE people STORED AS CSV LOCATION '{}/' OPTIONS ('format.has_header' 'true')",
+            lake.display()
+        ),
+    )
+    .await
+    .unwrap();
+    run(ctx.clone(), declare("lk", "table = \"people\""))
+        .await
+        .unwrap();
+    run(
+        ctx.clone(),
+        "CREATE VIEW lrel AS SELECT * FROM pbg_anonymize('lk', 'pick', 'k>=2')".into(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count(ctx.clone(), "lrel").await.unwrap(), "10");
+    run(
+        ctx.clone(),
+        "INSERT INTO people VALUES (11, 13053, 28, 'Divorced')".into(),
+    )
+    .await
+    .unwrap();
+    refused(count(ctx.clone(), "lrel").await.unwrap_err(), "is new");
+    // A memory table: an insert, then (on a view made again) an update of as many rows.
+    run(
+        ctx.clone(),
+        "CREATE TABLE mem AS SELECT * FROM people".into(),
+    )
+    .await
+    .unwrap();
+    run(ctx.clone(), declare("m", "table = \"mem\""))
+        .await
+        .unwrap();
+    let view = "CREATE OR REPLACE VIEW mrel AS SELECT * FROM pbg_anonymize('m', 'pick', 'k>=2')";
+    run(ctx.clone(), view.into()).await.unwrap();
+    assert_eq!(count(ctx.clone(), "mrel").await.unwrap(), "11");
+    run(
+        ctx.clone(),
+        "INSERT INTO mem VALUES (12, 13053, 28, 'Divorced')".into(),
+    )
+    .await
+    .unwrap();
+    refused(
+        count(ctx.clone(), "mrel").await.unwrap_err(),
+        "11 rows then, 12 now",
+    );
+    run(ctx.clone(), view.into()).await.unwrap();
+    assert_eq!(count(ctx.clone(), "mrel").await.unwrap(), "12");
+    run(
+        ctx.clone(),
+        "UPDATE mem SET marital = 'Widowed' WHERE age = 28".into(),
+    )
+    .await
+    .unwrap();
+    refused(
+        count(ctx.clone(), "mrel").await.unwrap_err(),
+        "12 rows then, 12 now",
+    );
+}
+
 /// A SQL release streams: COPY of pbg_anonymize over 300,000 rows passes in a session whose
 /// memory pool holds 48 MB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

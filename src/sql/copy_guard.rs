@@ -30,11 +30,21 @@ pub struct CopyGuard {
 fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     plan.apply(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && let Ok(provider) = source_as_provider(&scan.source)
-            && let Some(listing) =
-                (provider.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
-        {
+        let LogicalPlan::TableScan(scan) = node else {
+            return Ok(TreeNodeRecursion::Continue);
+        };
+        let Ok(provider) = source_as_provider(&scan.source) else {
+            return Ok(TreeNodeRecursion::Continue);
+        };
+        // A release's input is pinned (`PinnedInput`): the files are those of the table below.
+        let mut tables = Vec::new();
+        super::pinned_input::leaves(&provider, &mut tables)?;
+        for table in &tables {
+            let Some(listing) =
+                (table.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
+            else {
+                continue;
+            };
             for url in listing.table_paths() {
                 if url.scheme() != "file" {
                     continue;
@@ -66,10 +76,17 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
     else {
         return Ok(());
     };
+    // DataFusion gives a directory whose schema it infers the glob `*.<format's extension>`
+    // (and a compression's after it): the file an insert adds in the directory matches it.
+    let ext = listing.options().format.get_ext();
+    let own = |glob: &str| {
+        glob.strip_prefix("*.")
+            .is_some_and(|rest| rest == ext || rest.starts_with(&format!("{ext}.")))
+    };
     match listing
         .table_paths()
         .iter()
-        .find_map(|u| u.get_glob().as_ref())
+        .find_map(|u| u.get_glob().as_ref().filter(|g| !own(g.as_str())))
     {
         Some(glob) => Err(DataFusionError::Plan(format!(
             "INSERT INTO {}: its location holds a glob (`{}`): DataFusion would write the rows to a file of another name; give the table a location without `*`, `?` or `[`",

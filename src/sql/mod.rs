@@ -34,6 +34,7 @@ mod pbg_search;
 mod pbg_slice;
 mod pbg_vectors;
 mod pbg_verify;
+mod pinned_input;
 mod planned_view;
 mod recursive_cl;
 mod registry;

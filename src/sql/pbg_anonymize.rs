@@ -5,7 +5,8 @@
 //! minimizes the given index, default `glm`) when the query is planned; the rows stream when it
 //! runs, so `COPY ... TO` writes a release of any size, partitioned or not. A pick suppresses as
 //! `pbg anonymize --pick` does: by the profile's `suppression_rule`, else by the requirement rule
-//! (only the classes that fail a requirement). Check what was written with `pbg_verify`.
+//! (only the classes that fail a requirement). A view over it is refused once the rows under it
+//! have changed ([`PinnedInput`]). Check what was written with `pbg_verify`.
 //!
 //! ```sql
 //! COPY (SELECT * FROM pbg_anonymize('adult', 'pick', 'k>=10,l>=3', 'glm'))
@@ -20,9 +21,14 @@ use std::sync::Arc;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
 
+use datafusion::datasource::source_as_provider;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{DataFrame, SessionContext};
+
+use super::pinned_input::PinnedInput;
 use super::registry::Registry;
 use super::table::{arity, plan, string_arg};
-use crate::input::{self, block_on};
+use crate::input::{self, Input, block_on};
 use crate::policy::{Policy, PolicyText, pick};
 use crate::release::{release_plan, same_columns};
 
@@ -54,6 +60,17 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
         let name = string_arg(NAME, exprs, 0, "the profile")?;
         let how = string_arg(NAME, exprs, 1, "the node (or 'pick')")?;
         let profile = self.registry.declaration(NAME, &name)?;
+        // The input is opened and pinned before its statistics are read: a view keeps this plan,
+        // and the rows it releases must be the ones the statistics counted.
+        let ctx = self.registry.context_for(NAME, args.session(), &profile)?;
+        let df = block_on(input::open(&ctx, &profile.input, profile.delimiter))
+            .map_err(|e| plan(NAME, e))?
+            .map_err(|e| plan(NAME, e))?;
+        let df = match input::is_distributed(&df) {
+            // A cluster's scheduler plans the scan, and knows DataFusion's providers only.
+            true => df,
+            false => pinned(&ctx, &profile.input, df)?,
+        };
         let mut ev = self.registry.statistics(NAME, &name, args.session())?;
         let node = if how.trim().eq_ignore_ascii_case("pick") {
             let require = match exprs.len() {
@@ -86,10 +103,6 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
             }
             ev.parse_node(&how).map_err(|e| plan(NAME, e))?
         };
-        let ctx = self.registry.context_for(NAME, args.session(), &profile)?;
-        let df = block_on(input::open(&ctx, &profile.input, profile.delimiter))
-            .map_err(|e| plan(NAME, e))?
-            .map_err(|e| plan(NAME, e))?;
         same_columns(&ev, &df).map_err(|e| plan(NAME, e))?;
         let view = release_plan(df, &ev, &node).map_err(|e| plan(NAME, e))?;
         Ok(super::planned_view::view_for(
@@ -97,5 +110,21 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
             ctx.state(),
             view,
         ))
+    }
+}
+
+/// `df`, a scan of `input`, over its table pinned as it is now ([`PinnedInput`]); as it is when
+/// nothing below it can be pinned.
+fn pinned(ctx: &SessionContext, input: &Input, df: DataFrame) -> Result<DataFrame> {
+    let LogicalPlan::TableScan(scan) = df.logical_plan() else {
+        return Ok(df);
+    };
+    let provider = source_as_provider(&scan.source)?;
+    let state = ctx.state();
+    let name = input.as_path().display().to_string();
+    let pin = PinnedInput::pin(&state, NAME, name, provider);
+    match block_on(pin).map_err(|e| plan(NAME, e))?? {
+        Some(table) => ctx.read_table(Arc::new(table)),
+        None => Ok(df),
     }
 }

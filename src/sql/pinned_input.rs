@@ -1,0 +1,254 @@
+//! The input of a release planned from SQL, pinned to the rows its statistics were read from.
+//! `pbg_anonymize` reads the class statistics (and picks the node) when a query is planned, and
+//! the rows when it runs; a `CREATE VIEW` keeps the plan, so rows inserted, updated or deleted in
+//! between were released under the old statistics (an inserted row could form a class of one).
+//! [`PinnedInput`] notes what the table was made of before the statistics are read — a listing
+//! table's files (name, size, modification time, e-tag), a memory table's batches (held, so that
+//! a freed batch's memory taken by a new one cannot pass for it) — and refuses to be scanned once
+//! that has changed. Tables of other kinds (a provider of another library) are not pinned.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+use datafusion::catalog::{ScanArgs, ScanResult, Session, TableProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Constraints, Result, Statistics, plan_err};
+use datafusion::datasource::listing::ListingTable;
+use datafusion::datasource::{MemTable, TableType, ViewTable, source_as_provider};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use futures::TryStreamExt;
+
+/// One source of a table's rows, as it was when pinned.
+#[derive(Debug, Clone, PartialEq)]
+enum Source {
+    /// A listing table's files: location, size, modification time and e-tag, in location order.
+    Files(Vec<(String, u64, i64, Option<String>)>),
+    /// A memory table's partitions, their batches held (compared by identity).
+    Batches(Vec<Vec<RecordBatch>>),
+}
+
+/// A table whose rows a release was planned on: scanning it fails once they have changed.
+#[derive(Debug)]
+pub(super) struct PinnedInput {
+    inner: Arc<dyn TableProvider>,
+    /// The function and table named in the refusal.
+    function: &'static str,
+    table: String,
+    sources: Vec<Source>,
+}
+
+impl PinnedInput {
+    /// Pins `inner` (named `table` in messages, as `Input::as_path` says it) as it is now, or gives `None` when no source of
+    /// its rows can be pinned (a provider of another kind, with nothing known below it).
+    pub(super) async fn pin(
+        state: &dyn Session,
+        function: &'static str,
+        table: String,
+        inner: Arc<dyn TableProvider>,
+    ) -> Result<Option<PinnedInput>> {
+        let sources = sources_of(state, &inner).await?;
+        Ok(match sources.is_empty() {
+            true => None,
+            false => Some(PinnedInput {
+                inner,
+                function,
+                table,
+                sources,
+            }),
+        })
+    }
+
+    /// Fails if the table's rows are no longer those it was pinned with.
+    async fn check(&self, state: &dyn Session) -> Result<()> {
+        let now = sources_of(state, &self.inner).await?;
+        let Some(change) = change(&self.sources, &now) else {
+            return Ok(());
+        };
+        plan_err!(
+            "{}: its input ({}) changed since this release was planned ({change}). Its class statistics and node were read from the rows as they were, so its rows cannot be released under them; query {} again (a view keeps the plan it was created with: create it again)",
+            self.function,
+            self.table,
+            self.function
+        )
+    }
+}
+
+/// The providers whose rows make up `provider`: itself, or the tables a view (or a pinned
+/// table) reads.
+pub(super) fn leaves(
+    provider: &Arc<dyn TableProvider>,
+    out: &mut Vec<Arc<dyn TableProvider>>,
+) -> Result<()> {
+    let any = provider.as_ref() as &dyn Any;
+    if let Some(pinned) = any.downcast_ref::<PinnedInput>() {
+        return leaves(&pinned.inner, out);
+    }
+    let Some(view) = any.downcast_ref::<ViewTable>() else {
+        out.push(Arc::clone(provider));
+        return Ok(());
+    };
+    view.logical_plan().apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+        {
+            leaves(&provider, out)?;
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(())
+}
+
+/// What the rows of `provider` are made of now: one source per listing or memory table below it.
+async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> Result<Vec<Source>> {
+    let mut tables = Vec::new();
+    leaves(provider, &mut tables)?;
+    let mut sources = Vec::new();
+    for table in &tables {
+        let any = table.as_ref() as &dyn Any;
+        if let Some(listing) = any.downcast_ref::<ListingTable>() {
+            let ext = &listing.options().file_extension;
+            let mut files = Vec::new();
+            for url in listing.table_paths() {
+                let store = state.runtime_env().object_store(url.object_store())?;
+                let metas: Vec<_> = url
+                    .list_all_files(state, store.as_ref(), ext)
+                    .await?
+                    .try_collect()
+                    .await?;
+                files.extend(metas.into_iter().map(|m| {
+                    let modified = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN);
+                    (m.location.to_string(), m.size, modified, m.e_tag)
+                }));
+            }
+            files.sort();
+            sources.push(Source::Files(files));
+        } else if let Some(memory) = any.downcast_ref::<MemTable>() {
+            let mut partitions = Vec::with_capacity(memory.batches.len());
+            for p in &memory.batches {
+                partitions.push(p.read().await.clone());
+            }
+            sources.push(Source::Batches(partitions));
+        }
+    }
+    Ok(sources)
+}
+
+/// Whether two batches are the same arrays (a memory table's insert, update or delete replaces
+/// or adds batches; the ones pinned are held, so their memory is never another's).
+fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
+    a.num_rows() == b.num_rows()
+        && a.num_columns() == b.num_columns()
+        && a.columns()
+            .iter()
+            .zip(b.columns())
+            .all(|(x, y)| Arc::ptr_eq(x, y))
+}
+
+/// What changed between two pinnings, said for a user, or `None`.
+fn change(then: &[Source], now: &[Source]) -> Option<String> {
+    if then.len() != now.len() {
+        return Some("the tables it reads are not the same".into());
+    }
+    for (a, b) in then.iter().zip(now) {
+        match (a, b) {
+            (Source::Files(a), Source::Files(b)) => {
+                if let Some(text) = file_change(a, b) {
+                    return Some(text);
+                }
+            }
+            (Source::Batches(a), Source::Batches(b)) => {
+                let rows = |p: &[Vec<RecordBatch>]| -> usize {
+                    p.iter().flatten().map(RecordBatch::num_rows).sum()
+                };
+                let same = a.len() == b.len()
+                    && a.iter().zip(b).all(|(x, y)| {
+                        x.len() == y.len() && x.iter().zip(y).all(|(u, v)| same_batch(u, v))
+                    });
+                if !same {
+                    return Some(format!(
+                        "its rows were inserted, updated or deleted: {} rows then, {} now",
+                        rows(a),
+                        rows(b)
+                    ));
+                }
+            }
+            _ => return Some("the tables it reads are not the same".into()),
+        }
+    }
+    None
+}
+
+/// The first difference between two listings of files, or `None`.
+fn file_change(
+    then: &[(String, u64, i64, Option<String>)],
+    now: &[(String, u64, i64, Option<String>)],
+) -> Option<String> {
+    for old in then {
+        match now.iter().find(|f| f.0 == old.0) {
+            None => return Some(format!("file /{} is gone", old.0)),
+            Some(new) if new != old => {
+                return Some(match new.1 == old.1 {
+                    true => format!("file /{} was modified", old.0),
+                    false => format!(
+                        "file /{} was modified: {} bytes then, {} now",
+                        old.0, old.1, new.1
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    now.iter()
+        .find(|f| !then.iter().any(|old| old.0 == f.0))
+        .map(|f| format!("file /{} is new", f.0))
+}
+
+#[async_trait]
+impl TableProvider for PinnedInput {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
+    }
+
+    fn constraints(&self) -> Option<&Constraints> {
+        self.inner.constraints()
+    }
+
+    fn table_type(&self) -> TableType {
+        self.inner.table_type()
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.check(state).await?;
+        self.inner.scan(state, projection, filters, limit).await
+    }
+
+    async fn scan_with_args<'a>(
+        &self,
+        state: &dyn Session,
+        args: ScanArgs<'a>,
+    ) -> Result<ScanResult> {
+        self.check(state).await?;
+        self.inner.scan_with_args(state, args).await
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        self.inner.supports_filters_pushdown(filters)
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        self.inner.statistics()
+    }
+}
