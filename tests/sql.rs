@@ -470,6 +470,47 @@ async fn a_changed_table_is_read_again() {
     let after = count(ctx.clone()).await;
     assert_ne!(before, after);
     assert!(after[0][0].parse::<u64>().unwrap() <= 4, "{after:?}");
+    // pbg's own sessions keep no listing of a directory between queries (DataFusion's list-files
+    // cache kept the first: a file added later was never read, and pbg's listing check took it
+    // for a file in a subdirectory).
+    let lake = dir.path().join("lake");
+    std::fs::create_dir(&lake).unwrap();
+    std::fs::copy(&csv, lake.join("a.csv")).unwrap();
+    let ctx = pbg::input::new_context();
+    pbg::sql::register(&ctx);
+    let in_lake = declare.replace(&csv.display().to_string(), &format!("{}/", lake.display()));
+    ctx.sql(&in_lake).await.unwrap().collect().await.unwrap();
+    let rows_of = |ctx: SessionContext| async move {
+        let b = ctx
+            .sql("SELECT count(*) FROM pbg_anonymize('t', '0,0')")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        rows(&b).unwrap()[0][0].clone()
+    };
+    assert_eq!(rows_of(ctx.clone()).await, "4");
+    // A session with the cache (DataFusion's default) lists the directory first.
+    let cached = SessionContext::new_with_config(pbg::input::session_config());
+    pbg::sql::register(&cached);
+    cached.sql(&in_lake).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows_of(cached.clone()).await, "4");
+    std::fs::copy(&csv, lake.join("b.csv")).unwrap();
+    assert_eq!(rows_of(ctx.clone()).await, "8");
+    // There the file added is missing from the listing: refused, saying why and what to do.
+    let err = cached
+        .sql("SELECT count(*) FROM pbg_anonymize('t', '0,0')")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("list-files cache") && err.contains("b.csv"),
+        "{err}"
+    );
+    let set = "SET datafusion.runtime.list_files_cache_limit = '0'";
+    cached.sql(set).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows_of(cached.clone()).await, "8");
 }
 
 /// A view over `pbg_anonymize` keeps the statistics read when it was created: once the rows
@@ -597,6 +638,89 @@ async fn a_view_over_a_changed_table_is_refused() {
         count(ctx.clone(), "mrel").await.unwrap_err(),
         "12 rows then, 12 now",
     );
+    // A profile's table that is a view over memory tables: a delete below it.
+    run(
+        ctx.clone(),
+        "CREATE TABLE low AS SELECT * FROM people WHERE id < 5".into(),
+    )
+    .await
+    .unwrap();
+    run(
+        ctx.clone(),
+        "CREATE TABLE high AS SELECT * FROM people WHERE id >= 5".into(),
+    )
+    .await
+    .unwrap();
+    run(
+        ctx.clone(),
+        "CREATE VIEW both_halves AS SELECT * FROM low UNION ALL SELECT * FROM high".into(),
+    )
+    .await
+    .unwrap();
+    run(ctx.clone(), declare("v", "table = \"both_halves\""))
+        .await
+        .unwrap();
+    run(
+        ctx.clone(),
+        "CREATE VIEW vrel AS SELECT * FROM pbg_anonymize('v', 'pick', 'k>=2')".into(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count(ctx.clone(), "vrel").await.unwrap(), "11");
+    run(ctx.clone(), "DELETE FROM low WHERE id = 1".into())
+        .await
+        .unwrap();
+    refused(
+        count(ctx.clone(), "vrel").await.unwrap_err(),
+        "4 rows then, 3 now",
+    );
+    // A directory input in a session with DataFusion's list-files cache (on by default): a file
+    // rewritten with as many bytes and its modification time set back.
+    for f in std::fs::read_dir(&lake).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    std::fs::write(&csv, &t1).unwrap();
+    let dir_input = format!("input = \"{}/\"", lake.display());
+    run(ctx.clone(), declare("d", &dir_input)).await.unwrap();
+    run(
+        ctx.clone(),
+        "CREATE VIEW drel AS SELECT * FROM pbg_anonymize('d', '1,1')".into(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count(ctx.clone(), "drel").await.unwrap(), "10");
+    assert_eq!(count(ctx.clone(), "drel").await.unwrap(), "10");
+    let modified = std::fs::metadata(&csv).unwrap().modified().unwrap();
+    let same_size = t1.replacen("13053", "13054", 1);
+    assert_eq!(same_size.len(), t1.len());
+    std::fs::write(&csv, &same_size).unwrap();
+    let file = std::fs::File::options().write(true).open(&csv).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    refused(
+        count(ctx.clone(), "drel").await.unwrap_err(),
+        "t.csv was modified",
+    );
+    // An INSERT INTO a compressed directory table is refused: DataFusion writes a plain `.csv`
+    // file there, which the table's `*.csv.gz` never reads.
+    let gz = dir.path().join("gz");
+    let copy = format!(
+        "COPY (SELECT * FROM mem) TO '{}/a.csv.gz' STORED AS CSV OPTIONS ('format.compression' 'gzip')",
+        gz.display()
+    );
+    run(ctx.clone(), copy).await.unwrap();
+    let table = format!(
+        "CREATE EXTERNAL TABLE zipped STORED AS CSV LOCATION '{}/' OPTIONS ('format.has_header' 'true', 'format.compression' 'gzip')",
+        gz.display()
+    );
+    run(ctx.clone(), table).await.unwrap();
+    let err = run(
+        ctx.clone(),
+        "INSERT INTO zipped VALUES (12, 13053, 28, 'Divorced')".into(),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("`*.csv.gz`"), "{err}");
 }
 
 /// A SQL release streams: COPY of pbg_anonymize over 300,000 rows passes in a session whose

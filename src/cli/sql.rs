@@ -152,7 +152,7 @@ async fn context(a: &SqlArgs) -> anyhow::Result<SessionContext> {
             (ctx, registry)
         }
         None => {
-            let ctx = SessionContext::new_with_config(
+            let ctx = pbg::input::context_with(
                 pbg::input::session_config().with_information_schema(true),
             );
             let registry = pbg::sql::register(&ctx);

@@ -529,13 +529,22 @@ pub(super) async fn check_files(
             })
             .collect();
         if let Some(first) = skipped.first() {
-            return Err(PbgError::Format {
-                path: path.to_path_buf(),
-                message: format!(
+            // A file directly in the directory is skipped by no rule: the listing is stale.
+            let message = match first.parent() == Some(path) {
+                true => format!(
+                    "{} file(s) are missing from DataFusion's listing of it, e.g. {}: this session's list-files cache holds the directory as it was first listed; run SET datafusion.runtime.list_files_cache_limit = '0' (pbg's own sessions keep no such cache)",
+                    skipped.len(),
+                    first.display()
+                ),
+                false => format!(
                     "{} file(s) in subdirectories that are not partition directories (`name=value`) would be skipped, e.g. {}: move them, or set datafusion.execution.listing_table_ignore_subdirectory = false",
                     skipped.len(),
                     first.display()
                 ),
+            };
+            return Err(PbgError::Format {
+                path: path.to_path_buf(),
+                message,
             });
         }
     }

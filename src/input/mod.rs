@@ -453,7 +453,24 @@ fn distributed(state: &datafusion::execution::SessionState) -> bool {
 /// in order, are the input in order whatever the timing — a release written from them is the
 /// same file on every run.
 pub fn new_context() -> SessionContext {
-    SessionContext::new_with_config(session_config())
+    context_with(session_config())
+}
+
+/// A session of `config` on pbg's runtime: DataFusion's, without its list-files cache. That cache
+/// (on by default, without expiry) kept a directory's first listing for the life of a session:
+/// a file added later was never read, a removed one failed the scan by its name, and pbg's
+/// listing checks took the stale listing for files DataFusion skips.
+pub fn context_with(config: SessionConfig) -> SessionContext {
+    use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    let runtime = RuntimeEnvBuilder::new()
+        .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
+        .build_arc();
+    match runtime {
+        Ok(runtime) => SessionContext::new_with_config_rt(config, runtime),
+        // Building a runtime of default parts does not fail; DataFusion's own is the fallback.
+        Err(_) => SessionContext::new_with_config(config),
+    }
 }
 
 /// The configuration of [`new_context`].

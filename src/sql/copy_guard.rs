@@ -76,13 +76,10 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
     else {
         return Ok(());
     };
-    // DataFusion gives a directory whose schema it infers the glob `*.<format's extension>`
-    // (and a compression's after it): the file an insert adds in the directory matches it.
-    let ext = listing.options().format.get_ext();
-    let own = |glob: &str| {
-        glob.strip_prefix("*.")
-            .is_some_and(|rest| rest == ext || rest.starts_with(&format!("{ext}.")))
-    };
+    // DataFusion gives a directory whose schema it infers the glob `*.<format's extension>`:
+    // the file an insert adds there (`<random>.<extension>`) matches it. Not with a compression
+    // (`*.csv.gz`): the insert writes a plain `.csv` file, which that glob does not read.
+    let own = |glob: &str| glob == format!("*.{}", listing.options().format.get_ext());
     match listing
         .table_paths()
         .iter()

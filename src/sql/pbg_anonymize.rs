@@ -21,7 +21,8 @@ use std::sync::Arc;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
 
-use datafusion::datasource::source_as_provider;
+use datafusion::common::tree_node::Transformed;
+use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{DataFrame, SessionContext};
 
@@ -113,18 +114,28 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
     }
 }
 
-/// `df`, a scan of `input`, over its table pinned as it is now ([`PinnedInput`]); as it is when
-/// nothing below it can be pinned.
+/// `df` over its tables pinned as they are now ([`PinnedInput`]): every scan in its plan, for a
+/// registered table may be a view (inlined, its scans below) over several tables. A table
+/// nothing can be pinned in is scanned as it is.
 fn pinned(ctx: &SessionContext, input: &Input, df: DataFrame) -> Result<DataFrame> {
-    let LogicalPlan::TableScan(scan) = df.logical_plan() else {
-        return Ok(df);
-    };
-    let provider = source_as_provider(&scan.source)?;
     let state = ctx.state();
     let name = input.as_path().display().to_string();
-    let pin = PinnedInput::pin(&state, NAME, name, provider);
-    match block_on(pin).map_err(|e| plan(NAME, e))?? {
-        Some(table) => ctx.read_table(Arc::new(table)),
-        None => Ok(df),
-    }
+    let (state_ref, name_ref) = (&state, &name);
+    let scans = df.logical_plan().clone();
+    let pinned = scans.transform_up_with_subqueries(|node| {
+        let LogicalPlan::TableScan(scan) = &node else {
+            return Ok(Transformed::no(node));
+        };
+        let provider = source_as_provider(&scan.source)?;
+        let pin = PinnedInput::pin(state_ref, NAME, name_ref.clone(), provider);
+        match block_on(pin).map_err(|e| plan(NAME, e))?? {
+            Some(table) => {
+                let mut scan = scan.clone();
+                scan.source = provider_as_source(Arc::new(table));
+                Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
+            }
+            None => Ok(Transformed::no(node)),
+        }
+    })?;
+    Ok(DataFrame::new(state, pinned.data))
 }

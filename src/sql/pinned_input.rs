@@ -16,19 +16,33 @@ use async_trait::async_trait;
 use datafusion::catalog::{ScanArgs, ScanResult, Session, TableProvider};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Constraints, Result, Statistics, plan_err};
-use datafusion::datasource::listing::ListingTable;
+use datafusion::datasource::listing::{ListingTable, ListingTableUrl};
 use datafusion::datasource::{MemTable, TableType, ViewTable, source_as_provider};
 use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
+use datafusion::object_store::{self as object_store, ObjectMeta, ObjectStore, ObjectStoreExt};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
 
 /// One source of a table's rows, as it was when pinned.
 #[derive(Debug, Clone, PartialEq)]
 enum Source {
-    /// A listing table's files: location, size, modification time and e-tag, in location order.
-    Files(Vec<(String, u64, i64, Option<String>)>),
+    /// A listing table's files, in location order.
+    Files(Vec<FileStamp>),
     /// A memory table's partitions, their batches held (compared by identity).
     Batches(Vec<Vec<RecordBatch>>),
+}
+
+/// What a file was when pinned.
+#[derive(Debug, Clone, PartialEq)]
+struct FileStamp {
+    location: String,
+    size: u64,
+    /// Modification time (ns), as the store gives it.
+    modified: i64,
+    e_tag: Option<String>,
+    /// A local file's status change time (ns): a rewrite of the same size whose modification
+    /// time was set back (`touch -d`) still changes it.
+    changed: Option<i64>,
 }
 
 /// A table whose rows a release was planned on: scanning it fails once they have changed.
@@ -111,20 +125,24 @@ async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> R
         let any = table.as_ref() as &dyn Any;
         if let Some(listing) = any.downcast_ref::<ListingTable>() {
             let ext = &listing.options().file_extension;
+            let below = !state
+                .config_options()
+                .execution
+                .listing_table_ignore_subdirectory;
             let mut files = Vec::new();
             for url in listing.table_paths() {
                 let store = state.runtime_env().object_store(url.object_store())?;
-                let metas: Vec<_> = url
-                    .list_all_files(state, store.as_ref(), ext)
-                    .await?
-                    .try_collect()
-                    .await?;
-                files.extend(metas.into_iter().map(|m| {
-                    let modified = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN);
-                    (m.location.to_string(), m.size, modified, m.e_tag)
+                let metas = files_now(url, store.as_ref(), ext, below).await?;
+                let local = url.scheme() == "file";
+                files.extend(metas.into_iter().map(|m| FileStamp {
+                    changed: local.then(|| status_change(&m.location)).flatten(),
+                    location: m.location.to_string(),
+                    size: m.size,
+                    modified: m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN),
+                    e_tag: m.e_tag,
                 }));
             }
-            files.sort();
+            files.sort_by(|a, b| a.location.cmp(&b.location));
             sources.push(Source::Files(files));
         } else if let Some(memory) = any.downcast_ref::<MemTable>() {
             let mut partitions = Vec::with_capacity(memory.batches.len());
@@ -135,6 +153,51 @@ async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> R
         }
     }
     Ok(sources)
+}
+
+/// The files of `url` with extension `ext` as the store lists them now. Not through DataFusion's
+/// listing: a session's list-files cache (on by default, without expiry) gives the names, sizes
+/// and times it listed first, so a file rewritten in a directory would pass for unchanged.
+async fn files_now(
+    url: &ListingTableUrl,
+    store: &dyn ObjectStore,
+    ext: &str,
+    below: bool,
+) -> Result<Vec<ObjectMeta>> {
+    let prefix = url.prefix();
+    let listed: Vec<ObjectMeta> = match url.is_collection() {
+        true => store.list(Some(prefix)).try_collect().await?,
+        false => match store.head(prefix).await {
+            Ok(meta) => vec![meta],
+            // DataFusion too lists a path that is no object as a prefix.
+            Err(object_store::Error::NotFound { .. }) => {
+                store.list(Some(prefix)).try_collect().await?
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    Ok(listed
+        .into_iter()
+        .filter(|m| m.location.as_ref().ends_with(ext) && url.contains(&m.location, !below))
+        .collect())
+}
+
+/// The status change time (ns) of the local file at `location`, where the platform has one.
+fn status_change(location: &object_store::path::Path) -> Option<i64> {
+    let path = object_store::local::LocalFileSystem::new()
+        .path_to_filesystem(location)
+        .ok()?;
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(meta.ctime() * 1_000_000_000 + meta.ctime_nsec())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
 }
 
 /// Whether two batches are the same arrays (a memory table's insert, update or delete replaces
@@ -183,19 +246,16 @@ fn change(then: &[Source], now: &[Source]) -> Option<String> {
 }
 
 /// The first difference between two listings of files, or `None`.
-fn file_change(
-    then: &[(String, u64, i64, Option<String>)],
-    now: &[(String, u64, i64, Option<String>)],
-) -> Option<String> {
+fn file_change(then: &[FileStamp], now: &[FileStamp]) -> Option<String> {
     for old in then {
-        match now.iter().find(|f| f.0 == old.0) {
-            None => return Some(format!("file /{} is gone", old.0)),
+        match now.iter().find(|f| f.location == old.location) {
+            None => return Some(format!("file /{} is gone", old.location)),
             Some(new) if new != old => {
-                return Some(match new.1 == old.1 {
-                    true => format!("file /{} was modified", old.0),
+                return Some(match new.size == old.size {
+                    true => format!("file /{} was modified", old.location),
                     false => format!(
                         "file /{} was modified: {} bytes then, {} now",
-                        old.0, old.1, new.1
+                        old.location, old.size, new.size
                     ),
                 });
             }
@@ -203,8 +263,8 @@ fn file_change(
         }
     }
     now.iter()
-        .find(|f| !then.iter().any(|old| old.0 == f.0))
-        .map(|f| format!("file /{} is new", f.0))
+        .find(|f| !then.iter().any(|old| old.location == f.location))
+        .map(|f| format!("file /{} is new", f.location))
 }
 
 #[async_trait]
