@@ -304,6 +304,18 @@ fn init_guesses_a_scalar_sensitive_attribute() {
     ]);
     assert_eq!(d["sensitive"], "disease", "{d}");
     assert_eq!(d["sensitive_guessed"], true);
+    // A list has no hierarchy: the draft does not advise making it a QI.
+    let text = std::fs::read_to_string(out.join("profile.toml")).unwrap();
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("# Dropped (listed as an identifier): \"tags\""))
+        .unwrap();
+    assert!(
+        note.contains("its type cannot be drafted")
+            && note.contains("remove it from `identifiers`")
+            && !note.contains("make it a QI"),
+        "{text}"
+    );
 }
 
 /// A column name too long for a file name gets a shortened hierarchy file, and the draft runs.

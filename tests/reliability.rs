@@ -2725,6 +2725,20 @@ fn reports_and_lattices_keep_to_the_format_of_their_name() {
         lattice.to_str().unwrap(),
     ];
     assert!(pbg(&args).status.success());
+    // JSON lines and tab-separated names are other formats than pbg's JSON array and CSV.
+    for (name, format) in [("l.jsonl", "json"), ("l.tsv", "csv")] {
+        let out = dir.path().join(name);
+        let err = fails(&[
+            "lattice",
+            &p,
+            "--format",
+            format,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(err.contains("but --format is"), "{err}");
+        assert!(!out.exists());
+    }
     // An output directory that cannot be written: the error names the output.
     #[cfg(unix)]
     {

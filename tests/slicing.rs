@@ -148,5 +148,17 @@ fn empty_texts_of_a_parquet_input_pass_a_csv_slice_check() {
             out.to_str().unwrap(),
         ]);
         assert_eq!(r["verified"], true, "{name}: {r}");
+        // `pbg verify` checks generalized releases, and says what a sliced one is.
+        let o = pbg(&[
+            "verify",
+            profile.to_str().unwrap(),
+            "--release",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("it is a sliced release"),
+            "{name}: {err}"
+        );
     }
 }

@@ -285,6 +285,11 @@ fn a_pick_budget_reports_a_lower_bound_that_holds() {
     );
     let note = stopped["pick"]["note"].as_str().unwrap();
     assert!(note.contains("--pick-evaluations"), "{note}");
+    // The budget of 4 is the search's 3 and the descent's 1.
+    assert!(
+        note.contains("4 evaluations (the search's 3 and the greedy descent's 1)"),
+        "{note}"
+    );
     assert!(
         stopped["indices"]["k"].as_f64().unwrap() >= 5.0,
         "{stopped}"

@@ -109,7 +109,13 @@ impl Limit {
     /// The limit in words, with its value under `budget`.
     pub fn describe(self, budget: Budget) -> String {
         match self {
-            Limit::Evaluations => format!("{} evaluations", budget.evaluations),
+            // The search stops at its share; the rest is the greedy descent's.
+            Limit::Evaluations => format!(
+                "{} evaluations (the search's {} and the greedy descent's {})",
+                budget.evaluations,
+                budget.evaluations - budget.evaluations / DESCENT_SHARE,
+                budget.evaluations / DESCENT_SHARE
+            ),
             Limit::Visited => format!("{} nodes visited", budget.visited),
             Limit::QueueBytes => format!("{} MiB of queued nodes", MAX_QUEUE_BYTES >> 20),
         }

@@ -48,7 +48,13 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
             Format::Json => &["json"],
         };
         if let Some(ext) = named.filter(|e| {
-            ["csv", "parquet", "parq", "json", "html", "htm"].contains(&e.as_str())
+            // Formats pbg writes, and others a reader would take the file for (JSON lines,
+            // tab-separated, Arrow IPC, Avro, ORC).
+            [
+                "csv", "parquet", "parq", "json", "html", "htm", "jsonl", "ndjson", "tsv", "arrow",
+                "feather", "ipc", "avro", "orc",
+            ]
+            .contains(&e.as_str())
                 && !wanted.contains(&e.as_str())
         }) {
             bail!(

@@ -113,6 +113,9 @@ impl DraftKind {
     }
 }
 
+/// Why a column of a type [`draftable`] refuses is left out.
+const UNDRAFTABLE: &str = "its type cannot be drafted";
+
 /// Whether a column of type `t` can be drafted (text, numbers, dates, times, booleans).
 fn draftable(t: &arrow::datatypes::DataType) -> bool {
     use arrow::datatypes::DataType as T;
@@ -493,7 +496,7 @@ pub async fn draft(
             continue;
         }
         let why = if !f.draftable {
-            Some("its type cannot be drafted".to_string())
+            Some(UNDRAFTABLE.to_string())
         } else if f.nulls > 0 {
             Some(format!(
                 "{} null values (a QI needs `null_as` set to one of its values)",
@@ -735,9 +738,16 @@ fn write_draft_in(draft: &Draft, dir: &Path, hier: &Path) -> Result<PathBuf> {
     }
     let _ = writeln!(t, "suppression_limit = \"1%\"");
     for (name, why) in &draft.skipped {
+        // A column of bytes, a list or a struct has no hierarchy to generalize it by.
+        let advice = match why == UNDRAFTABLE {
+            true => {
+                "To publish it unchanged, remove it from `identifiers` (only if it can identify no one)."
+            }
+            false => "To publish it, make it a QI with a hierarchy.",
+        };
         let _ = writeln!(
             t,
-            "# Dropped (listed as an identifier): {}: {}. To publish it, make it a QI with a hierarchy.",
+            "# Dropped (listed as an identifier): {}: {}. {advice}",
             toml_string(name),
             why.replace(['\n', '\r'], " ")
         );

@@ -109,6 +109,17 @@ fn check_columns(
             "it carries the identifier column `{id}`, which a release must drop"
         )));
     }
+    // `pbg slice` writes `bucket`, then `c<i>.<attribute>` columns.
+    let sliced = |n: &str| {
+        n.strip_prefix('c')
+            .and_then(|r| r.split_once('.'))
+            .is_some_and(|(i, a)| i.parse::<u32>().is_ok() && expected.contains(&a))
+    };
+    if have.first() == Some(&"bucket") && have.len() > 1 && have[1..].iter().all(|n| sliced(n)) {
+        return Err(fail(
+            "it is a sliced release (`pbg slice` writes a `bucket` column, then `c<i>.<attribute>` columns): `pbg verify` checks generalized releases; a sliced one is checked as `pbg slice` writes it".into(),
+        ));
+    }
     if let Some(extra) = have.iter().find(|n| !expected.contains(n)) {
         return Err(fail(format!(
             "column `{extra}` is not a column of the input ({})",
