@@ -699,7 +699,7 @@ async fn a_view_over_a_changed_table_is_refused() {
     drop(file);
     refused(
         count(ctx.clone(), "drel").await.unwrap_err(),
-        "t.csv was modified",
+        "the status of file",
     );
     // An INSERT INTO a compressed directory table is refused: DataFusion writes a plain `.csv`
     // file there, which the table's `*.csv.gz` never reads.
@@ -720,7 +720,125 @@ async fn a_view_over_a_changed_table_is_refused() {
     )
     .await
     .unwrap_err();
-    assert!(err.to_string().contains("`*.csv.gz`"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("reads compressed files (`*.csv.gz`)"),
+        "{err}"
+    );
+}
+
+/// The rows a release reads are those its statistics counted, also where a session's state or
+/// the clock could make them differ: a listing the session's list-files cache holds as it was
+/// (then dropped, the rows of a file the statistics never counted were released), a table
+/// defined by `now()` or `random()` (another table at each query), a file whose status changed
+/// though its size and time did not (a rewrite with its time set back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_reads_the_rows_its_statistics_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let t1 = std::fs::read_to_string(repo("datasets/t1/t1.csv")).unwrap();
+    let lake = dir.path().join("lake");
+    std::fs::create_dir(&lake).unwrap();
+    std::fs::write(lake.join("a.csv"), &t1).unwrap();
+    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
+    let toml = toml.replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()));
+    let declare = |name: &str, input: &str| {
+        format!(
+            "SELECT * FROM pbg_profile('{name}', '{}')",
+            toml.replace("input = \"t1.csv\"", input)
+                .replace('\'', "''")
+        )
+    };
+    // DataFusion's default session: a list-files cache without expiry.
+    let ctx = SessionContext::new();
+    pbg::sql::register(&ctx);
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move { ctx.sql(&sql).await?.collect().await }
+    };
+    let table = format!(
+        "CREATE EXTERNAL TABLE people STORED AS CSV LOCATION '{}/' OPTIONS ('format.has_header' 'true')",
+        lake.display()
+    );
+    run(table).await.unwrap();
+    run("SELECT count(*) FROM people".into()).await.unwrap();
+    std::fs::write(
+        lake.join("b.csv"),
+        "id,zip,age,marital\n11,13053,50,Divorced\n",
+    )
+    .unwrap();
+    run(declare("p", "table = \"people\"")).await.unwrap();
+    let err = run("SELECT * FROM pbg_anonymize('p', 'pick', 'k>=3')".into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("list-files cache lists") && err.contains("b.csv"),
+        "{err}"
+    );
+    run("SET datafusion.runtime.list_files_cache_limit = '0'".into())
+        .await
+        .unwrap();
+    let b = run("SELECT count(*) FROM pbg_anonymize('p', 'pick', 'k>=3')".into())
+        .await
+        .unwrap();
+    assert_eq!(rows(&b).unwrap()[0][0], "11");
+    // Tables that change with the clock or at random.
+    for (name, filter) in [
+        (
+            "recent",
+            "CAST(id AS BIGINT) > date_part('epoch', now()) - 1e12",
+        ),
+        ("sample", "random() < 0.5"),
+    ] {
+        run(format!(
+            "CREATE VIEW {name} AS SELECT * FROM people WHERE {filter}"
+        ))
+        .await
+        .unwrap();
+        run(declare(name, &format!("table = \"{name}\"")))
+            .await
+            .unwrap();
+        let err = run(format!(
+            "SELECT * FROM pbg_anonymize('{name}', 'pick', 'k>=2')"
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+        let function = if name == "recent" {
+            "now()"
+        } else {
+            "random()"
+        };
+        assert!(
+            err.contains(&format!("calls {function}")) && err.contains("CREATE TABLE"),
+            "{err}"
+        );
+    }
+    // A change of status alone is named as what it is.
+    run(declare("d", &format!("input = \"{}/\"", lake.display())))
+        .await
+        .unwrap();
+    run("CREATE VIEW rel AS SELECT * FROM pbg_anonymize('d', '1,1')".into())
+        .await
+        .unwrap();
+    let modified = std::fs::metadata(lake.join("a.csv"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let file = std::fs::File::options()
+        .write(true)
+        .open(lake.join("a.csv"))
+        .unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    let err = run("SELECT count(*) FROM rel".into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("status of file") && err.contains("(ctime)"),
+        "{err}"
+    );
 }
 
 /// A SQL release streams: COPY of pbg_anonymize over 300,000 rows passes in a session whose

@@ -79,12 +79,20 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
     // DataFusion gives a directory whose schema it infers the glob `*.<format's extension>`:
     // the file an insert adds there (`<random>.<extension>`) matches it. Not with a compression
     // (`*.csv.gz`): the insert writes a plain `.csv` file, which that glob does not read.
-    let own = |glob: &str| glob == format!("*.{}", listing.options().format.get_ext());
+    let ext = listing.options().format.get_ext();
+    let own = |glob: &str| glob == format!("*.{ext}");
     match listing
         .table_paths()
         .iter()
         .find_map(|u| u.get_glob().as_ref().filter(|g| !own(g.as_str())))
     {
+        Some(glob) if glob.as_str().starts_with(&format!("*.{ext}.")) => {
+            Err(DataFusionError::Plan(format!(
+                "INSERT INTO {}: the table reads compressed files (`{}`), but DataFusion would write the rows to a plain `.{ext}` file, which the table does not read; insert into a table without compression",
+                dml.table_name,
+                glob.as_str()
+            )))
+        }
         Some(glob) => Err(DataFusionError::Plan(format!(
             "INSERT INTO {}: its location holds a glob (`{}`): DataFusion would write the rows to a file of another name; give the table a location without `*`, `?` or `[`",
             dml.table_name,

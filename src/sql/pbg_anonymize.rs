@@ -26,7 +26,7 @@ use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{DataFrame, SessionContext};
 
-use super::pinned_input::PinnedInput;
+use super::pinned_input::{PinnedInput, changing_function};
 use super::registry::Registry;
 use super::table::{arity, plan, string_arg};
 use crate::input::{self, Input, block_on};
@@ -67,6 +67,12 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
         let df = block_on(input::open(&ctx, &profile.input, profile.delimiter))
             .map_err(|e| plan(NAME, e))?
             .map_err(|e| plan(NAME, e))?;
+        if let Some(function) = changing_function(df.logical_plan())? {
+            return plan_err!(
+                "{NAME}: its input ({}) calls {function}(), whose value changes from one query to the next: the class statistics and the rows, read by two queries, would be of different tables (a class could fall below the requirements). Store the rows first (CREATE TABLE ... AS SELECT ...) and anonymize that table",
+                profile.input.as_path().display()
+            );
+        }
         let df = match input::is_distributed(&df) {
             // A cluster's scheduler plans the scan, and knows DataFusion's providers only.
             true => df,

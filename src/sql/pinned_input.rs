@@ -14,11 +14,11 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use datafusion::catalog::{ScanArgs, ScanResult, Session, TableProvider};
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{Constraints, Result, Statistics, plan_err};
 use datafusion::datasource::listing::{ListingTable, ListingTableUrl};
 use datafusion::datasource::{MemTable, TableType, ViewTable, source_as_provider};
-use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown, Volatility};
 use datafusion::object_store::{self as object_store, ObjectMeta, ObjectStore, ObjectStoreExt};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
@@ -64,7 +64,7 @@ impl PinnedInput {
         table: String,
         inner: Arc<dyn TableProvider>,
     ) -> Result<Option<PinnedInput>> {
-        let sources = sources_of(state, &inner).await?;
+        let sources = sources_of(state, function, &inner).await?;
         Ok(match sources.is_empty() {
             true => None,
             false => Some(PinnedInput {
@@ -78,7 +78,7 @@ impl PinnedInput {
 
     /// Fails if the table's rows are no longer those it was pinned with.
     async fn check(&self, state: &dyn Session) -> Result<()> {
-        let now = sources_of(state, &self.inner).await?;
+        let now = sources_of(state, self.function, &self.inner).await?;
         let Some(change) = change(&self.sources, &now) else {
             return Ok(());
         };
@@ -116,8 +116,45 @@ pub(super) fn leaves(
     Ok(())
 }
 
+/// The first function under `plan` (through the views it scans) whose value may change from one
+/// query to the next (`now()`, `random()`: not immutable). The statistics and the rows of a
+/// release are read by two queries: a table of the last 30 days, or a random sample, is another
+/// table the second time (a class of one was released under `k>=3`).
+pub(super) fn changing_function(plan: &LogicalPlan) -> Result<Option<String>> {
+    let mut found: Option<String> = None;
+    plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                if let Expr::ScalarFunction(f) = e
+                    && f.func.signature().volatility != Volatility::Immutable
+                {
+                    found = Some(f.func.name().to_string());
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })?;
+        if found.is_none()
+            && let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+            && let Some(view) = (provider.as_ref() as &dyn Any).downcast_ref::<ViewTable>()
+        {
+            found = changing_function(view.logical_plan())?;
+        }
+        Ok(match found {
+            Some(_) => TreeNodeRecursion::Stop,
+            None => TreeNodeRecursion::Continue,
+        })
+    })?;
+    Ok(found)
+}
+
 /// What the rows of `provider` are made of now: one source per listing or memory table below it.
-async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> Result<Vec<Source>> {
+async fn sources_of(
+    state: &dyn Session,
+    function: &str,
+    provider: &Arc<dyn TableProvider>,
+) -> Result<Vec<Source>> {
     let mut tables = Vec::new();
     leaves(provider, &mut tables)?;
     let mut sources = Vec::new();
@@ -133,6 +170,7 @@ async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> R
             for url in listing.table_paths() {
                 let store = state.runtime_env().object_store(url.object_store())?;
                 let metas = files_now(url, store.as_ref(), ext, below).await?;
+                same_as_listed(state, function, url, store.as_ref(), ext, &metas).await?;
                 let local = url.scheme() == "file";
                 files.extend(metas.into_iter().map(|m| FileStamp {
                     changed: local.then(|| status_change(&m.location)).flatten(),
@@ -180,6 +218,51 @@ async fn files_now(
         .into_iter()
         .filter(|m| m.location.as_ref().ends_with(ext) && url.contains(&m.location, !below))
         .collect())
+}
+
+/// Fails unless the session's listing of `url` (through its list-files cache, when it keeps one)
+/// names the files `now` names, with their sizes and times: the statistics and the rows are read
+/// through that listing, and a cache holding the directory as it was, then dropped (`SET
+/// datafusion.runtime.list_files_cache_limit = '0'`, or its TTL run out) made the rows of files
+/// the statistics never counted pass for pinned.
+async fn same_as_listed(
+    state: &dyn Session,
+    function: &str,
+    url: &ListingTableUrl,
+    store: &dyn ObjectStore,
+    ext: &str,
+    now: &[ObjectMeta],
+) -> Result<()> {
+    if state
+        .runtime_env()
+        .cache_manager
+        .get_list_files_cache()
+        .is_none()
+    {
+        return Ok(());
+    }
+    let listed: Vec<ObjectMeta> = url
+        .list_all_files(state, store, ext)
+        .await?
+        .try_collect()
+        .await?;
+    let key = |m: &ObjectMeta| (m.location.to_string(), m.size, m.last_modified);
+    let mut a: Vec<_> = listed.iter().map(key).collect();
+    let mut b: Vec<_> = now.iter().map(key).collect();
+    a.sort();
+    b.sort();
+    if a == b {
+        return Ok(());
+    }
+    let differing = b
+        .iter()
+        .find(|f| !a.contains(f))
+        .or_else(|| a.iter().find(|f| !b.contains(f)))
+        .map_or_else(String::new, |f| format!(", e.g. /{}", f.0));
+    plan_err!(
+        "{function}: this session's list-files cache lists {} otherwise than it is now{differing}: the class statistics and the rows could be read from different files. Run SET datafusion.runtime.list_files_cache_limit = '0' (pbg's own sessions keep no such cache), then query again",
+        url.as_str()
+    )
 }
 
 /// The status change time (ns) of the local file at `location`, where the platform has one.
@@ -251,9 +334,19 @@ fn file_change(then: &[FileStamp], now: &[FileStamp]) -> Option<String> {
         match now.iter().find(|f| f.location == old.location) {
             None => return Some(format!("file /{} is gone", old.location)),
             Some(new) if new != old => {
-                return Some(match new.size == old.size {
-                    true => format!("file /{} was modified", old.location),
-                    false => format!(
+                let status_only = FileStamp {
+                    changed: old.changed,
+                    ..new.clone()
+                } == *old;
+                return Some(match (status_only, new.size == old.size) {
+                    // A rewrite whose time was set back, or a change of permissions or links:
+                    // pbg cannot tell them apart.
+                    (true, _) => format!(
+                        "the status of file /{} changed (ctime), though not its size or modification time: it may have been rewritten with its time set back (or its permissions or links changed)",
+                        old.location
+                    ),
+                    (false, true) => format!("file /{} was modified", old.location),
+                    (false, false) => format!(
                         "file /{} was modified: {} bytes then, {} now",
                         old.location, old.size, new.size
                     ),
