@@ -748,8 +748,11 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
                 .replace('\'', "''")
         )
     };
-    // DataFusion's default session: a list-files cache without expiry.
-    let ctx = SessionContext::new();
+    // DataFusion's default session (a list-files cache without expiry), with its
+    // information_schema.
+    let ctx = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_information_schema(true),
+    );
     pbg::sql::register(&ctx);
     let run = |sql: String| {
         let ctx = ctx.clone();
@@ -782,19 +785,42 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
         .await
         .unwrap();
     assert_eq!(rows(&b).unwrap()[0][0], "11");
-    // Tables that change with the clock or at random.
-    for (name, filter) in [
+    // Tables that change with the clock, at random, with the order rows arrive in (a scan
+    // runs in several partitions), or with the session's state.
+    for (name, query, why) in [
         (
             "recent",
-            "CAST(id AS BIGINT) > date_part('epoch', now()) - 1e12",
+            "SELECT * FROM people WHERE CAST(id AS BIGINT) > date_part('epoch', now()) - 1e12",
+            "calls now()",
         ),
-        ("sample", "random() < 0.5"),
+        (
+            "sample",
+            "SELECT * FROM people WHERE random() < 0.5",
+            "calls random()",
+        ),
+        ("firsts", "SELECT * FROM people LIMIT 8", "takes a LIMIT"),
+        (
+            "numbered",
+            "SELECT * FROM (SELECT *, row_number() OVER () AS rn FROM people) WHERE rn <= 8",
+            "window function",
+        ),
+        (
+            "one_each",
+            "SELECT DISTINCT ON (zip) * FROM people",
+            "uses DISTINCT ON",
+        ),
+        (
+            "firsts_by_zip",
+            "SELECT first_value(id) AS id, zip, first_value(age) AS age, first_value(marital) AS marital FROM people GROUP BY zip",
+            "aggregates with first_value()",
+        ),
+        (
+            "settings",
+            "SELECT * FROM people WHERE id <> (SELECT CAST(value AS BIGINT) FROM information_schema.df_settings WHERE name = 'datafusion.execution.batch_size')",
+            "reads information_schema.df_settings",
+        ),
     ] {
-        run(format!(
-            "CREATE VIEW {name} AS SELECT * FROM people WHERE {filter}"
-        ))
-        .await
-        .unwrap();
+        run(format!("CREATE VIEW {name} AS {query}")).await.unwrap();
         run(declare(name, &format!("table = \"{name}\"")))
             .await
             .unwrap();
@@ -804,16 +830,53 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
         .await
         .unwrap_err()
         .to_string();
-        let function = if name == "recent" {
-            "now()"
-        } else {
-            "random()"
-        };
         assert!(
-            err.contains(&format!("calls {function}")) && err.contains("CREATE TABLE"),
-            "{err}"
+            err.contains(why) && err.contains("CREATE TABLE"),
+            "{name}: {err}"
         );
     }
+    // The file a row comes from is pinned with the files: a column made of it is steady.
+    run("CREATE VIEW named AS SELECT *, input_file_name() AS file FROM people".into())
+        .await
+        .unwrap();
+    run(declare("named", "table = \"named\"")).await.unwrap();
+    let b = run("SELECT count(*) FROM pbg_anonymize('named', '0,0')".into())
+        .await
+        .unwrap();
+    assert_eq!(rows(&b).unwrap()[0][0], "11");
+    // A CSV table without its own header option takes the session's when it is scanned.
+    let bare = dir.path().join("bare.csv");
+    std::fs::write(
+        &bare,
+        t1.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n",
+    )
+    .unwrap();
+    run("SET datafusion.catalog.has_header = false".into())
+        .await
+        .unwrap();
+    run(format!(
+        "CREATE EXTERNAL TABLE bare (id INT, zip INT, age INT, marital VARCHAR) STORED AS CSV LOCATION '{}'",
+        bare.display()
+    ))
+    .await
+    .unwrap();
+    run(declare("bare", "table = \"bare\"")).await.unwrap();
+    run("CREATE VIEW bare_rel AS SELECT * FROM pbg_anonymize('bare', '1,1')".into())
+        .await
+        .unwrap();
+    let b = run("SELECT count(*) FROM bare_rel".into()).await.unwrap();
+    assert_eq!(rows(&b).unwrap()[0][0], "10");
+    run("SET datafusion.catalog.has_header = true".into())
+        .await
+        .unwrap();
+    let err = run("SELECT count(*) FROM bare_rel".into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("setting datafusion.catalog.has_header was false and is true"),
+        "{err}"
+    );
     // A change of status alone is named as what it is.
     run(declare("d", &format!("input = \"{}/\"", lake.display())))
         .await

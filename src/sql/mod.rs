@@ -38,6 +38,7 @@ mod pinned_input;
 mod planned_view;
 mod recursive_cl;
 mod registry;
+mod steady_input;
 mod table;
 
 use std::sync::Arc;

@@ -26,8 +26,9 @@ use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{DataFrame, SessionContext};
 
-use super::pinned_input::{PinnedInput, changing_function};
+use super::pinned_input::PinnedInput;
 use super::registry::Registry;
+use super::steady_input::unsteady_input;
 use super::table::{arity, plan, string_arg};
 use crate::input::{self, Input, block_on};
 use crate::policy::{Policy, PolicyText, pick};
@@ -67,9 +68,9 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
         let df = block_on(input::open(&ctx, &profile.input, profile.delimiter))
             .map_err(|e| plan(NAME, e))?
             .map_err(|e| plan(NAME, e))?;
-        if let Some(function) = changing_function(df.logical_plan())? {
+        if let Some(why) = unsteady_input(df.logical_plan())? {
             return plan_err!(
-                "{NAME}: its input ({}) calls {function}(), whose value changes from one query to the next: the class statistics and the rows, read by two queries, would be of different tables (a class could fall below the requirements). Store the rows first (CREATE TABLE ... AS SELECT ...) and anonymize that table",
+                "{NAME}: its input ({}) {why}: the class statistics and the rows, read by two queries, would be of different tables (a class could fall below the requirements). Store the rows first (CREATE TABLE ... AS SELECT ...) and anonymize that table",
                 profile.input.as_path().display()
             );
         }

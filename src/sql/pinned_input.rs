@@ -3,9 +3,11 @@
 //! the rows when it runs; a `CREATE VIEW` keeps the plan, so rows inserted, updated or deleted in
 //! between were released under the old statistics (an inserted row could form a class of one).
 //! [`PinnedInput`] notes what the table was made of before the statistics are read — a listing
-//! table's files (name, size, modification time, e-tag), a memory table's batches (held, so that
-//! a freed batch's memory taken by a new one cannot pass for it) — and refuses to be scanned once
+//! table's files (name, size, modification and status change times, e-tag, listed afresh), a
+//! memory table's batches (held, so that a freed batch's memory taken by a new one cannot pass
+//! for it), the session's settings that decide how rows are read — and refuses to be scanned once
 //! that has changed. Tables of other kinds (a provider of another library) are not pinned.
+//! Inputs that differ at every query by their definition are refused before: `steady_input`.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -14,11 +16,11 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use datafusion::catalog::{ScanArgs, ScanResult, Session, TableProvider};
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Constraints, Result, Statistics, plan_err};
 use datafusion::datasource::listing::{ListingTable, ListingTableUrl};
 use datafusion::datasource::{MemTable, TableType, ViewTable, source_as_provider};
-use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown, Volatility};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::object_store::{self as object_store, ObjectMeta, ObjectStore, ObjectStoreExt};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
@@ -53,6 +55,8 @@ pub(super) struct PinnedInput {
     function: &'static str,
     table: String,
     sources: Vec<Source>,
+    /// The session's [`READ_SETTINGS`] when pinned.
+    settings: Vec<(String, Option<String>)>,
 }
 
 impl PinnedInput {
@@ -72,14 +76,35 @@ impl PinnedInput {
                 function,
                 table,
                 sources,
+                settings: read_settings(state),
             }),
         })
     }
 
     /// Fails if the table's rows are no longer those it was pinned with.
     async fn check(&self, state: &dyn Session) -> Result<()> {
-        let now = sources_of(state, self.function, &self.inner).await?;
-        let Some(change) = change(&self.sources, &now) else {
+        let settings = read_settings(state);
+        let setting = self
+            .settings
+            .iter()
+            .zip(&settings)
+            .find(|(a, b)| a != b)
+            .map(|((key, then), (_, now))| {
+                let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "unset".into());
+                format!(
+                    "the session's setting {key} was {} and is {}",
+                    text(then),
+                    text(now)
+                )
+            });
+        let change = match setting {
+            Some(s) => Some(s),
+            None => change(
+                &self.sources,
+                &sources_of(state, self.function, &self.inner).await?,
+            ),
+        };
+        let Some(change) = change else {
             return Ok(());
         };
         plan_err!(
@@ -116,37 +141,25 @@ pub(super) fn leaves(
     Ok(())
 }
 
-/// The first function under `plan` (through the views it scans) whose value may change from one
-/// query to the next (`now()`, `random()`: not immutable). The statistics and the rows of a
-/// release are read by two queries: a table of the last 30 days, or a random sample, is another
-/// table the second time (a class of one was released under `k>=3`).
-pub(super) fn changing_function(plan: &LogicalPlan) -> Result<Option<String>> {
-    let mut found: Option<String> = None;
-    plan.apply_with_subqueries(|node| {
-        node.apply_expressions(|e| {
-            e.apply(|e| {
-                if let Expr::ScalarFunction(f) = e
-                    && f.func.signature().volatility != Volatility::Immutable
-                {
-                    found = Some(f.func.name().to_string());
-                    return Ok(TreeNodeRecursion::Stop);
-                }
-                Ok(TreeNodeRecursion::Continue)
-            })
-        })?;
-        if found.is_none()
-            && let LogicalPlan::TableScan(scan) = node
-            && let Ok(provider) = source_as_provider(&scan.source)
-            && let Some(view) = (provider.as_ref() as &dyn Any).downcast_ref::<ViewTable>()
-        {
-            found = changing_function(view.logical_plan())?;
-        }
-        Ok(match found {
-            Some(_) => TreeNodeRecursion::Stop,
-            None => TreeNodeRecursion::Continue,
-        })
-    })?;
-    Ok(found)
+/// The settings of a session that change how a table's rows are read: a CSV table without its
+/// own header option takes the session's when it is scanned (a row became a header), Parquet
+/// reading options change values' types and texts, and which subdirectories a listing reads.
+const READ_SETTINGS: [&str; 4] = [
+    "datafusion.catalog.",
+    "datafusion.execution.parquet.",
+    "datafusion.execution.listing_table_",
+    "datafusion.execution.time_zone",
+];
+
+/// The session's [`READ_SETTINGS`] and their values.
+fn read_settings(state: &dyn Session) -> Vec<(String, Option<String>)> {
+    state
+        .config_options()
+        .entries()
+        .into_iter()
+        .filter(|e| READ_SETTINGS.iter().any(|p| e.key.starts_with(p)))
+        .map(|e| (e.key, e.value))
+        .collect()
 }
 
 /// What the rows of `provider` are made of now: one source per listing or memory table below it.
