@@ -8,7 +8,7 @@ use std::any::Any;
 use datafusion::common::Result;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::{ViewTable, source_as_provider};
-use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Volatility};
 
 /// Why the rows of `plan` (through the views it scans) may differ from one query to the next,
 /// or `None`. The statistics and the rows of a release are read by two queries: a table of the
@@ -63,6 +63,7 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
                 scan.table_name
             ))
         }
+        LogicalPlan::Aggregate(agg) => float_sum(agg)?,
         LogicalPlan::TableScan(scan) => match source_as_provider(&scan.source) {
             Ok(provider) => match (provider.as_ref() as &dyn Any).downcast_ref::<ViewTable>() {
                 Some(view) => unsteady_input(view.logical_plan())?,
@@ -72,6 +73,29 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
         },
         _ => None,
     })
+}
+
+/// Why an aggregate's values may differ between queries though its functions are steady: a sum
+/// (or mean) of floating-point numbers depends on the order it adds them in, in its last digits,
+/// and so does the value's text.
+fn float_sum(agg: &datafusion::logical_expr::Aggregate) -> Result<Option<String>> {
+    for e in &agg.aggr_expr {
+        let mut inner = e;
+        while let Expr::Alias(a) = inner {
+            inner = &a.expr;
+        }
+        if let Expr::AggregateFunction(f) = inner
+            && ["sum", "avg"].contains(&f.func.name())
+            && let Some(arg) = f.params.args.first()
+            && arg.get_type(agg.input.schema())?.is_floating()
+        {
+            return Ok(Some(format!(
+                "takes {}() of floating-point numbers, whose last digits depend on the order rows arrive in, which differs between queries",
+                f.func.name()
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// The aggregate functions whose result does not depend on the order rows arrive in.
