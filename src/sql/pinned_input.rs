@@ -141,13 +141,20 @@ pub(super) fn leaves(
     Ok(())
 }
 
-/// The settings of a session that change how a table's rows are read: a CSV table without its
-/// own header option takes the session's when it is scanned (a row became a header), Parquet
-/// reading options change values' types and texts, and which subdirectories a listing reads.
-const READ_SETTINGS: [&str; 4] = [
-    "datafusion.catalog.",
-    "datafusion.execution.parquet.",
-    "datafusion.execution.listing_table_",
+/// The settings of a session that change which rows a table's scan reads, or their values: a
+/// CSV table without its own header option takes the session's when it is scanned (a row became
+/// a header), Parquet reading options change values' types and texts, the listing rules which
+/// files are read, the time zone how times are read. Settings of writers and of speed are not
+/// pinned (a `SET` of the Parquet compression refused every query of a CSV release).
+const READ_SETTINGS: [&str; 9] = [
+    "datafusion.catalog.has_header",
+    "datafusion.catalog.newlines_in_values",
+    "datafusion.execution.parquet.binary_as_string",
+    "datafusion.execution.parquet.schema_force_view_types",
+    "datafusion.execution.parquet.coerce_int96",
+    "datafusion.execution.parquet.coerce_int96_tz",
+    "datafusion.execution.parquet.skip_metadata",
+    "datafusion.execution.listing_table_ignore_subdirectory",
     "datafusion.execution.time_zone",
 ];
 
@@ -157,7 +164,7 @@ fn read_settings(state: &dyn Session) -> Vec<(String, Option<String>)> {
         .config_options()
         .entries()
         .into_iter()
-        .filter(|e| READ_SETTINGS.iter().any(|p| e.key.starts_with(p)))
+        .filter(|e| READ_SETTINGS.contains(&e.key.as_str()))
         .map(|e| (e.key, e.value))
         .collect()
 }

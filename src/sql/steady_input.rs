@@ -48,9 +48,7 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
         LogicalPlan::Sort(sort) if sort.fetch.is_some() => {
             Some(format!("takes a LIMIT, which {first}"))
         }
-        LogicalPlan::Window(_) => Some(
-            "computes a window function (row_number() and the like number rows in the order they arrive, which differs between queries)".into(),
-        ),
+        LogicalPlan::Window(w) => unsteady_window(w)?,
         LogicalPlan::Distinct(datafusion::logical_expr::Distinct::On(_)) => {
             Some(format!("uses DISTINCT ON, which {first}"))
         }
@@ -63,7 +61,15 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
                 scan.table_name
             ))
         }
-        LogicalPlan::Aggregate(agg) => float_sum(agg)?,
+        LogicalPlan::Aggregate(agg) => {
+            let mut why = None;
+            for e in &agg.aggr_expr {
+                if let Expr::AggregateFunction(f) = unaliased(e) {
+                    why = why.or(float_sum(f.func.name(), &f.params.args, &agg.input)?);
+                }
+            }
+            why
+        }
         LogicalPlan::TableScan(scan) => match source_as_provider(&scan.source) {
             Ok(provider) => match (provider.as_ref() as &dyn Any).downcast_ref::<ViewTable>() {
                 Some(view) => unsteady_input(view.logical_plan())?,
@@ -75,36 +81,75 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
     })
 }
 
-/// Why an aggregate's values may differ between queries though its functions are steady: a sum
-/// (or mean) of floating-point numbers depends on the order it adds them in, in its last digits,
-/// and so does the value's text.
-fn float_sum(agg: &datafusion::logical_expr::Aggregate) -> Result<Option<String>> {
-    for e in &agg.aggr_expr {
-        let mut inner = e;
-        while let Expr::Alias(a) = inner {
-            inner = &a.expr;
-        }
-        if let Expr::AggregateFunction(f) = inner
-            && ["sum", "avg"].contains(&f.func.name())
-            && let Some(arg) = f.params.args.first()
-            && arg.get_type(agg.input.schema())?.is_floating()
-        {
+/// `e` without its aliases.
+fn unaliased(mut e: &Expr) -> &Expr {
+    while let Expr::Alias(a) = e {
+        e = &a.expr;
+    }
+    e
+}
+
+/// Why an aggregate `name` of `args` over `input` may differ between queries though its function
+/// is steady: a sum (or mean) of floating-point numbers depends on the order it adds them in, in
+/// its last digits, and so does the value's text (a band of `floor(sum(amount))` moved people
+/// from one class to another between the statistics and the release).
+fn float_sum(name: &str, args: &[Expr], input: &LogicalPlan) -> Result<Option<String>> {
+    if !["sum", "avg"].contains(&name) {
+        return Ok(None);
+    }
+    match args.first() {
+        Some(arg) if arg.get_type(input.schema())?.is_floating() => Ok(Some(format!(
+            "takes {name}() of floating-point numbers, whose last digits depend on the order rows arrive in, which differs between queries"
+        ))),
+        _ => Ok(None),
+    }
+}
+
+/// The window functions whose value depends on the values of the rows alone (peers share it).
+const STEADY_RANKS: [&str; 4] = ["rank", "dense_rank", "percent_rank", "cume_dist"];
+
+/// Why a window node's values may differ between queries: `row_number()`, `ntile()`, `lag()`
+/// and the like number or pick rows by their order, which ties leave to the order rows arrive
+/// in; so does an aggregate over a frame of rows (not of peers) within an order. Ranks, and
+/// steady aggregates over whole partitions or over peers (`RANGE`, `GROUPS`), do not.
+fn unsteady_window(w: &datafusion::logical_expr::Window) -> Result<Option<String>> {
+    use datafusion::logical_expr::expr::WindowFunctionDefinition as Definition;
+    use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits};
+    for e in &w.window_expr {
+        let Expr::WindowFunction(f) = unaliased(e) else {
+            continue;
+        };
+        let name = f.fun.name();
+        let params = &f.params;
+        let frame = &params.window_frame;
+        let whole = matches!(&frame.start_bound, WindowFrameBound::Preceding(v) if v.is_null())
+            && matches!(&frame.end_bound, WindowFrameBound::Following(v) if v.is_null());
+        let by_rows = frame.units == WindowFrameUnits::Rows && !whole;
+        let steady = match &f.fun {
+            Definition::WindowUDF(_) => STEADY_RANKS.contains(&name),
+            Definition::AggregateUDF(_) => STEADY_AGGREGATES.contains(&name) && !by_rows,
+        };
+        if !steady {
             return Ok(Some(format!(
-                "takes {}() of floating-point numbers, whose last digits depend on the order rows arrive in, which differs between queries",
-                f.func.name()
+                "computes the window function {name}(), which numbers or picks rows (or frames them) in the order they arrive among equals, which differs between queries"
             )));
+        }
+        if let Some(why) = float_sum(name, &params.args, &w.input)? {
+            return Ok(Some(why));
         }
     }
     Ok(None)
 }
 
 /// The aggregate functions whose result does not depend on the order rows arrive in.
-const STEADY_AGGREGATES: [&str; 11] = [
+const STEADY_AGGREGATES: [&str; 13] = [
     "count",
     "sum",
     "min",
     "max",
     "avg",
+    "median",
+    "grouping",
     "approx_distinct",
     "bool_and",
     "bool_or",
@@ -113,11 +158,26 @@ const STEADY_AGGREGATES: [&str; 11] = [
     "bit_xor",
 ];
 
+/// Whether an aggregate that collects its values (`array_agg`, `string_agg`) orders them by
+/// the value itself: equal values are then alike in any order.
+fn sorted_by_its_value(f: &datafusion::logical_expr::expr::AggregateFunction) -> bool {
+    ["array_agg", "string_agg"].contains(&f.func.name())
+        && !f.params.order_by.is_empty()
+        && f.params
+            .order_by
+            .iter()
+            .all(|o| f.params.args.first() == Some(&o.expr))
+}
+
 /// Why an expression's value may differ between queries.
 fn unsteady_expr(e: &Expr) -> Option<String> {
     match e {
-        // The file a row comes from: the files are pinned.
-        Expr::ScalarFunction(f) if f.func.name() == "input_file_name" => None,
+        // The file a row comes from, and its place in it: the files are pinned.
+        Expr::ScalarFunction(f)
+            if ["input_file_name", "file_row_index"].contains(&f.func.name()) =>
+        {
+            None
+        }
         Expr::ScalarFunction(f) if f.func.name() == "generalize" => Some(
             "calls generalize(), whose hierarchy is looked up by name when the query runs (a profile declared again between queries changes it)".into(),
         ),
@@ -127,10 +187,14 @@ fn unsteady_expr(e: &Expr) -> Option<String> {
                 f.func.name()
             ))
         }
-        Expr::AggregateFunction(f) if !STEADY_AGGREGATES.contains(&f.func.name()) => Some(format!(
+        Expr::AggregateFunction(f)
+            if !STEADY_AGGREGATES.contains(&f.func.name()) && !sorted_by_its_value(f) =>
+        {
+            Some(format!(
             "aggregates with {}(), whose value depends on the order rows arrive in, which differs between queries",
             f.func.name()
-        )),
+        ))
+        }
         _ => None,
     }
 }
