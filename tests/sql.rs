@@ -820,9 +820,19 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
             "window function sum()",
         ),
         (
+            "mean_times",
+            "SELECT max(id) AS id, zip, CAST(avg(CAST(age AS BIGINT) * 1000000000000) AS BIGINT) AS age, max(marital) AS marital FROM people GROUP BY zip",
+            "takes avg() of Float64 values",
+        ),
+        (
+            "joined",
+            "SELECT p.*, s.m FROM people p JOIN (SELECT zip, string_agg(CAST(age AS VARCHAR), marital ORDER BY CAST(age AS VARCHAR)) AS m FROM people GROUP BY zip) s ON p.zip = s.zip",
+            "aggregates with string_agg()",
+        ),
+        (
             "float_totals",
             "SELECT max(id) AS id, zip, CAST(sum(CAST(age AS DOUBLE)) AS BIGINT) AS age, max(marital) AS marital FROM people GROUP BY zip",
-            "takes sum() of floating-point numbers",
+            "takes sum() of Float64 values",
         ),
         (
             "settings",
@@ -845,6 +855,34 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
             "{name}: {err}"
         );
     }
+    // A DataFrame registered as a table is a view too: its plan is read and its tables pinned.
+    let firsts = ctx
+        .table("people")
+        .await
+        .unwrap()
+        .limit(0, Some(5))
+        .unwrap();
+    ctx.register_table("df_firsts", firsts.into_view()).unwrap();
+    run(declare("df_firsts", "table = \"df_firsts\""))
+        .await
+        .unwrap();
+    let err = run("SELECT * FROM pbg_anonymize('df_firsts', '1,1')".into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("takes a LIMIT"), "{err}");
+    // COPY onto a file the query reads in a subquery only is refused.
+    let target = lake.join("a.csv");
+    let before = std::fs::read(&target).unwrap();
+    let err = run(format!(
+        "COPY (SELECT * FROM (VALUES (1), (2)) AS v(x) WHERE x IN (SELECT CAST(id AS BIGINT) FROM people)) TO '{}' STORED AS CSV",
+        target.display()
+    ))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("pbg_copy_guard"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), before);
     // Ranks, and steady aggregates over whole partitions, depend on the values alone.
     run("CREATE VIEW households AS SELECT *, count(*) OVER (PARTITION BY zip) AS household, rank() OVER (ORDER BY age) AS age_rank FROM people".into())
         .await

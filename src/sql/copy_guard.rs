@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::source_as_provider;
@@ -29,7 +29,8 @@ pub struct CopyGuard {
 /// The local paths a plan's listing tables read (globs kept as patterns).
 fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
-    plan.apply(|node| {
+    // Subqueries too: `COPY (… WHERE id IN (SELECT id FROM t)) TO '<t's file>'` reads t.
+    plan.apply_with_subqueries(|node| {
         let LogicalPlan::TableScan(scan) = node else {
             return Ok(TreeNodeRecursion::Continue);
         };
@@ -49,7 +50,11 @@ fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
                 if url.scheme() != "file" {
                     continue;
                 }
-                let mut path = PathBuf::from(format!("/{}", url.prefix().as_ref()));
+                // The decoded path (a prefix is percent-encoded: `#`, `%`, `{`, …).
+                let mut path = url
+                    .get_url()
+                    .to_file_path()
+                    .unwrap_or_else(|_| PathBuf::from(format!("/{}", url.prefix().as_ref())));
                 if let Some(glob) = url.get_glob() {
                     path.push(glob.as_str());
                 }

@@ -10,6 +10,7 @@
 //! Inputs that differ at every query by their definition are refused before: `steady_input`.
 
 use std::any::Any;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -19,14 +20,14 @@ use datafusion::catalog::{ScanArgs, ScanResult, Session, TableProvider};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Constraints, Result, Statistics, plan_err};
 use datafusion::datasource::listing::{ListingTable, ListingTableUrl};
-use datafusion::datasource::{MemTable, TableType, ViewTable, source_as_provider};
+use datafusion::datasource::{MemTable, TableType, source_as_provider};
 use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::object_store::{self as object_store, ObjectMeta, ObjectStore, ObjectStoreExt};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
 
 /// One source of a table's rows, as it was when pinned.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum Source {
     /// A listing table's files, in location order.
     Files(Vec<FileStamp>),
@@ -44,7 +45,7 @@ struct FileStamp {
     e_tag: Option<String>,
     /// A local file's status change time (ns): a rewrite of the same size whose modification
     /// time was set back (`touch -d`) still changes it.
-    changed: Option<i64>,
+    changed: Option<i128>,
 }
 
 /// A table whose rows a release was planned on: scanning it fails once they have changed.
@@ -60,15 +61,24 @@ pub(super) struct PinnedInput {
 }
 
 impl PinnedInput {
-    /// Pins `inner` (named `table` in messages, as `Input::as_path` says it) as it is now, or gives `None` when no source of
-    /// its rows can be pinned (a provider of another kind, with nothing known below it).
+    /// Pins `inner` (named `table` in messages, as `Input::as_path` says it) as it is now, or
+    /// gives `None` when no source of its rows can be pinned (a provider of another kind, with
+    /// nothing known below it).
     pub(super) async fn pin(
         state: &dyn Session,
         function: &'static str,
         table: String,
         inner: Arc<dyn TableProvider>,
     ) -> Result<Option<PinnedInput>> {
-        let sources = sources_of(state, function, &inner).await?;
+        let Sources {
+            sources,
+            cache_differs,
+        } = sources_of(state, &inner).await?;
+        if let Some(why) = cache_differs {
+            return plan_err!("{function}: {why}");
+        }
+        // Reading settings matter to files only (a memory table holds its values).
+        let files = sources.iter().any(|s| matches!(s, Source::Files(_)));
         Ok(match sources.is_empty() {
             true => None,
             false => Some(PinnedInput {
@@ -76,14 +86,21 @@ impl PinnedInput {
                 function,
                 table,
                 sources,
-                settings: read_settings(state),
+                settings: match files {
+                    true => read_settings(state),
+                    false => Vec::new(),
+                },
             }),
         })
     }
 
-    /// Fails if the table's rows are no longer those it was pinned with.
+    /// Fails if the table's rows are no longer those it was pinned with: a reading setting, then
+    /// the files and batches, then whether the session's list-files cache agrees with them.
     async fn check(&self, state: &dyn Session) -> Result<()> {
-        let settings = read_settings(state);
+        let settings = match self.settings.is_empty() {
+            true => Vec::new(),
+            false => read_settings(state),
+        };
         let setting = self
             .settings
             .iter()
@@ -97,27 +114,30 @@ impl PinnedInput {
                     text(now)
                 )
             });
-        let change = match setting {
-            Some(s) => Some(s),
-            None => change(
-                &self.sources,
-                &sources_of(state, self.function, &self.inner).await?,
-            ),
+        let (change, cache_differs) = match setting {
+            Some(s) => (Some(s), None),
+            None => {
+                let now = sources_of(state, &self.inner).await?;
+                (change(&self.sources, &now.sources), now.cache_differs)
+            }
         };
-        let Some(change) = change else {
-            return Ok(());
-        };
-        plan_err!(
-            "{}: its input ({}) changed since this release was planned ({change}). Its class statistics and node were read from the rows as they were, so its rows cannot be released under them; query {} again (a view keeps the plan it was created with: create it again)",
-            self.function,
-            self.table,
-            self.function
-        )
+        if let Some(change) = change {
+            return plan_err!(
+                "{}: its input ({}) changed since this release was planned ({change}). Its class statistics and node were read from the rows as they were, so its rows cannot be released under them; query {} again (a view keeps the plan it was created with: create it again)",
+                self.function,
+                self.table,
+                self.function
+            );
+        }
+        match cache_differs {
+            Some(why) => plan_err!("{}: {why}", self.function),
+            None => Ok(()),
+        }
     }
 }
 
-/// The providers whose rows make up `provider`: itself, or the tables a view (or a pinned
-/// table) reads.
+/// The providers whose rows make up `provider`: itself, or the tables a view (any provider with
+/// a logical plan) or a pinned table reads.
 pub(super) fn leaves(
     provider: &Arc<dyn TableProvider>,
     out: &mut Vec<Arc<dyn TableProvider>>,
@@ -126,11 +146,12 @@ pub(super) fn leaves(
     if let Some(pinned) = any.downcast_ref::<PinnedInput>() {
         return leaves(&pinned.inner, out);
     }
-    let Some(view) = any.downcast_ref::<ViewTable>() else {
+    // A view's plan: a `CREATE VIEW`'s, or a DataFrame's registered as a table.
+    let Some(view) = provider.get_logical_plan() else {
         out.push(Arc::clone(provider));
         return Ok(());
     };
-    view.logical_plan().apply_with_subqueries(|node| {
+    view.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node
             && let Ok(provider) = source_as_provider(&scan.source)
         {
@@ -170,14 +191,11 @@ fn read_settings(state: &dyn Session) -> Vec<(String, Option<String>)> {
 }
 
 /// What the rows of `provider` are made of now: one source per listing or memory table below it.
-async fn sources_of(
-    state: &dyn Session,
-    function: &str,
-    provider: &Arc<dyn TableProvider>,
-) -> Result<Vec<Source>> {
+async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> Result<Sources> {
     let mut tables = Vec::new();
     leaves(provider, &mut tables)?;
     let mut sources = Vec::new();
+    let mut cache_differs = None;
     for table in &tables {
         let any = table.as_ref() as &dyn Any;
         if let Some(listing) = any.downcast_ref::<ListingTable>() {
@@ -190,15 +208,27 @@ async fn sources_of(
             for url in listing.table_paths() {
                 let store = state.runtime_env().object_store(url.object_store())?;
                 let metas = files_now(url, store.as_ref(), ext, below).await?;
-                same_as_listed(state, function, url, store.as_ref(), ext, &metas).await?;
+                if cache_differs.is_none() {
+                    cache_differs =
+                        cache_differs_from(state, url, store.as_ref(), ext, &metas).await?;
+                }
                 let local = url.scheme() == "file";
-                files.extend(metas.into_iter().map(|m| FileStamp {
-                    changed: local.then(|| status_change(&m.location)).flatten(),
-                    location: m.location.to_string(),
-                    size: m.size,
-                    modified: m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN),
-                    e_tag: m.e_tag,
-                }));
+                let changed: Vec<Option<i128>> = match local {
+                    true => status_changes(&metas).await?,
+                    false => vec![None; metas.len()],
+                };
+                files.extend(
+                    metas
+                        .into_iter()
+                        .zip(changed)
+                        .map(|(m, changed)| FileStamp {
+                            changed,
+                            location: file_name(url, &m.location),
+                            size: m.size,
+                            modified: m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN),
+                            e_tag: m.e_tag,
+                        }),
+                );
             }
             files.sort_by(|a, b| a.location.cmp(&b.location));
             sources.push(Source::Files(files));
@@ -210,7 +240,26 @@ async fn sources_of(
             sources.push(Source::Batches(partitions));
         }
     }
-    Ok(sources)
+    Ok(Sources {
+        sources,
+        cache_differs,
+    })
+}
+
+/// What a table's rows are made of, and whether the session's list-files cache disagrees.
+struct Sources {
+    sources: Vec<Source>,
+    /// How the cache's listing of a directory differs from the directory, if it does.
+    cache_differs: Option<String>,
+}
+
+/// A file's name as messages give it and stamps are keyed by: its path for a local file, else
+/// its store's URL and its key (two buckets may hold the same key).
+fn file_name(url: &ListingTableUrl, location: &object_store::path::Path) -> String {
+    match url.scheme() == "file" {
+        true => format!("/{location}"),
+        false => format!("{}{location}", url.object_store().as_str()),
+    }
 }
 
 /// The files of `url` with extension `ext` as the store lists them now. Not through DataFusion's
@@ -240,61 +289,72 @@ async fn files_now(
         .collect())
 }
 
-/// Fails unless the session's listing of `url` (through its list-files cache, when it keeps one)
-/// names the files `now` names, with their sizes and times: the statistics and the rows are read
-/// through that listing, and a cache holding the directory as it was, then dropped (`SET
-/// datafusion.runtime.list_files_cache_limit = '0'`, or its TTL run out) made the rows of files
-/// the statistics never counted pass for pinned.
-async fn same_as_listed(
+/// How the session's listing of `url` (through its list-files cache, when it keeps one) differs
+/// from the files `now` names, with their sizes and times, if it does: the statistics and the
+/// rows are read through that listing, and a cache holding the directory as it was, then dropped
+/// (`SET datafusion.runtime.list_files_cache_limit = '0'`, or its TTL run out) made the rows of
+/// files the statistics never counted pass for pinned.
+async fn cache_differs_from(
     state: &dyn Session,
-    function: &str,
     url: &ListingTableUrl,
     store: &dyn ObjectStore,
     ext: &str,
     now: &[ObjectMeta],
-) -> Result<()> {
+) -> Result<Option<String>> {
     if state
         .runtime_env()
         .cache_manager
         .get_list_files_cache()
         .is_none()
     {
-        return Ok(());
+        return Ok(None);
     }
     let listed: Vec<ObjectMeta> = url
         .list_all_files(state, store, ext)
         .await?
         .try_collect()
         .await?;
-    let key = |m: &ObjectMeta| (m.location.to_string(), m.size, m.last_modified);
-    let mut a: Vec<_> = listed.iter().map(key).collect();
-    let mut b: Vec<_> = now.iter().map(key).collect();
-    a.sort();
-    b.sort();
-    if a == b {
-        return Ok(());
+    let key = |m: &ObjectMeta| (m.location.clone(), m.size, m.last_modified);
+    let cached: HashSet<_> = listed.iter().map(key).collect();
+    let fresh: HashSet<_> = now.iter().map(key).collect();
+    if cached == fresh {
+        return Ok(None);
     }
-    let differing = b
-        .iter()
-        .find(|f| !a.contains(f))
-        .or_else(|| a.iter().find(|f| !b.contains(f)))
-        .map_or_else(String::new, |f| format!(", e.g. /{}", f.0));
-    plan_err!(
-        "{function}: this session's list-files cache lists {} otherwise than it is now{differing}: the class statistics and the rows could be read from different files. Run SET datafusion.runtime.list_files_cache_limit = '0' (pbg's own sessions keep no such cache), then query again",
+    let differing = fresh
+        .difference(&cached)
+        .chain(cached.difference(&fresh))
+        .map(|f| f.0.clone())
+        .min()
+        .map_or_else(String::new, |f| format!(", e.g. {}", file_name(url, &f)));
+    Ok(Some(format!(
+        "this session's list-files cache lists {} otherwise than it is now{differing}: the class statistics and the rows could be read from different files. Run SET datafusion.runtime.list_files_cache_limit = '0' (pbg's own sessions keep no such cache), then query again",
         url.as_str()
-    )
+    )))
+}
+
+/// The status change times (ns) of local files, read off the async runtime's threads (one
+/// `stat` each: a directory of many files would hold a worker).
+async fn status_changes(metas: &[ObjectMeta]) -> Result<Vec<Option<i128>>> {
+    let locations: Vec<_> = metas.iter().map(|m| m.location.clone()).collect();
+    tokio::task::spawn_blocking(move || {
+        let local = object_store::local::LocalFileSystem::new();
+        locations.iter().map(|l| status_change(&local, l)).collect()
+    })
+    .await
+    .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))
 }
 
 /// The status change time (ns) of the local file at `location`, where the platform has one.
-fn status_change(location: &object_store::path::Path) -> Option<i64> {
-    let path = object_store::local::LocalFileSystem::new()
-        .path_to_filesystem(location)
-        .ok()?;
+fn status_change(
+    local: &object_store::local::LocalFileSystem,
+    location: &object_store::path::Path,
+) -> Option<i128> {
+    let path = local.path_to_filesystem(location).ok()?;
     let meta = std::fs::metadata(path).ok()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        Some(meta.ctime() * 1_000_000_000 + meta.ctime_nsec())
+        Some(i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()))
     }
     #[cfg(not(unix))]
     {
@@ -348,12 +408,15 @@ fn change(then: &[Source], now: &[Source]) -> Option<String> {
     None
 }
 
-/// The first difference between two listings of files, or `None`.
+/// The first difference between two listings of files, or `None` (by name: a directory may
+/// hold many files).
 fn file_change(then: &[FileStamp], now: &[FileStamp]) -> Option<String> {
+    let now_by_name: HashMap<&str, &FileStamp> =
+        now.iter().map(|f| (f.location.as_str(), f)).collect();
     for old in then {
-        match now.iter().find(|f| f.location == old.location) {
-            None => return Some(format!("file /{} is gone", old.location)),
-            Some(new) if new != old => {
+        match now_by_name.get(old.location.as_str()) {
+            None => return Some(format!("file {} is gone", old.location)),
+            Some(&new) if new != old => {
                 let status_only = FileStamp {
                     changed: old.changed,
                     ..new.clone()
@@ -362,12 +425,12 @@ fn file_change(then: &[FileStamp], now: &[FileStamp]) -> Option<String> {
                     // A rewrite whose time was set back, or a change of permissions or links:
                     // pbg cannot tell them apart.
                     (true, _) => format!(
-                        "the status of file /{} changed (ctime), though not its size or modification time: it may have been rewritten with its time set back (or its permissions or links changed)",
+                        "the status of file {} changed (ctime), though not its size or modification time: it may have been rewritten with its time set back (or its permissions or links changed)",
                         old.location
                     ),
-                    (false, true) => format!("file /{} was modified", old.location),
+                    (false, true) => format!("file {} was modified", old.location),
                     (false, false) => format!(
-                        "file /{} was modified: {} bytes then, {} now",
+                        "file {} was modified: {} bytes then, {} now",
                         old.location, old.size, new.size
                     ),
                 });
@@ -375,9 +438,10 @@ fn file_change(then: &[FileStamp], now: &[FileStamp]) -> Option<String> {
             Some(_) => {}
         }
     }
+    let then_names: HashSet<&str> = then.iter().map(|f| f.location.as_str()).collect();
     now.iter()
-        .find(|f| !then.iter().any(|old| old.location == f.location))
-        .map(|f| format!("file /{} is new", f.location))
+        .find(|f| !then_names.contains(f.location.as_str()))
+        .map(|f| format!("file {} is new", f.location))
 }
 
 #[async_trait]

@@ -3,11 +3,9 @@
 //! chance, by the order rows arrive in or by the session's state is another table the second
 //! time, and is refused.
 
-use std::any::Any;
-
 use datafusion::common::Result;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::datasource::{ViewTable, source_as_provider};
+use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Volatility};
 
 /// Why the rows of `plan` (through the views it scans) may differ from one query to the next,
@@ -70,12 +68,13 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
             }
             why
         }
-        LogicalPlan::TableScan(scan) => match source_as_provider(&scan.source) {
-            Ok(provider) => match (provider.as_ref() as &dyn Any).downcast_ref::<ViewTable>() {
-                Some(view) => unsteady_input(view.logical_plan())?,
-                None => None,
-            },
-            Err(_) => None,
+        // A view's plan: a `CREATE VIEW`'s, or a DataFrame's registered as a table.
+        LogicalPlan::TableScan(scan) => match source_as_provider(&scan.source)
+            .ok()
+            .and_then(|p| p.get_logical_plan().map(|plan| plan.into_owned()))
+        {
+            Some(plan) => unsteady_input(&plan)?,
+            None => None,
         },
         _ => None,
     })
@@ -94,15 +93,38 @@ fn unaliased(mut e: &Expr) -> &Expr {
 /// its last digits, and so does the value's text (a band of `floor(sum(amount))` moved people
 /// from one class to another between the statistics and the release).
 fn float_sum(name: &str, args: &[Expr], input: &LogicalPlan) -> Result<Option<String>> {
+    use datafusion::arrow::datatypes::DataType;
     if !["sum", "avg"].contains(&name) {
         return Ok(None);
     }
-    match args.first() {
-        Some(arg) if arg.get_type(input.schema())?.is_floating() => Ok(Some(format!(
-            "takes {name}() of floating-point numbers, whose last digits depend on the order rows arrive in, which differs between queries"
-        ))),
-        _ => Ok(None),
+    let Some(arg) = args.first() else {
+        return Ok(None);
+    };
+    let summed = arg.get_type(input.schema())?;
+    if !summed.is_floating() {
+        return Ok(None);
     }
+    // Values cast from integers of 32 bits at most (as `avg` casts its integers to Float64) are
+    // whole numbers, added exactly while the sums stay below 2^53; 64-bit ones (epoch
+    // nanoseconds) pass it, and fractions are rounded at every addition.
+    let mut source = arg;
+    while let Expr::Cast(datafusion::logical_expr::Cast { expr, .. })
+    | Expr::TryCast(datafusion::logical_expr::TryCast { expr, .. }) = unaliased(source)
+    {
+        source = expr;
+    }
+    let exact = matches!(
+        source.get_type(input.schema())?,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+    );
+    Ok((!exact).then(|| format!(
+        "takes {name}() of {summed} values, whose last digits depend on the order rows arrive in, which differs between queries"
+    )))
 }
 
 /// The window functions whose value depends on the values of the rows alone (peers share it).
@@ -167,6 +189,10 @@ fn sorted_by_its_value(f: &datafusion::logical_expr::expr::AggregateFunction) ->
             .order_by
             .iter()
             .all(|o| f.params.args.first() == Some(&o.expr))
+        // A separator taken from the rows would travel with them among equal values.
+        && f.params.args[1..]
+            .iter()
+            .all(|a| matches!(unaliased(a), Expr::Literal(..)))
 }
 
 /// Why an expression's value may differ between queries.
