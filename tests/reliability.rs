@@ -2725,8 +2725,13 @@ fn reports_and_lattices_keep_to_the_format_of_their_name() {
         lattice.to_str().unwrap(),
     ];
     assert!(pbg(&args).status.success());
-    // JSON lines and tab-separated names are other formats than pbg's JSON array and CSV.
-    for (name, format) in [("l.jsonl", "json"), ("l.tsv", "csv")] {
+    // JSON lines and tab-separated names are other formats than pbg's JSON array and CSV, and
+    // a compressed name would hold plain text.
+    for (name, format, why) in [
+        ("l.jsonl", "json", "a format pbg does not write"),
+        ("l.tsv", "csv", "a format pbg does not write"),
+        ("l.csv.gz", "csv", "writes lattices uncompressed"),
+    ] {
         let out = dir.path().join(name);
         let err = fails(&[
             "lattice",
@@ -2736,7 +2741,7 @@ fn reports_and_lattices_keep_to_the_format_of_their_name() {
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(err.contains("but --format is"), "{err}");
+        assert!(err.contains(why), "{err}");
         assert!(!out.exists());
     }
     // An output directory that cannot be written: the error names the output.

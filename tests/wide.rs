@@ -285,9 +285,9 @@ fn a_pick_budget_reports_a_lower_bound_that_holds() {
     );
     let note = stopped["pick"]["note"].as_str().unwrap();
     assert!(note.contains("--pick-evaluations"), "{note}");
-    // The budget of 4 is the search's 3 and the descent's 1.
+    // The budget of 4: 3 for the search, 1 for the descent.
     assert!(
-        note.contains("4 evaluations (the search's 3 and the greedy descent's 1)"),
+        note.contains("4 evaluations, 3 of them for the search and the rest for a greedy descent"),
         "{note}"
     );
     assert!(

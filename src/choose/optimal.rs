@@ -111,10 +111,9 @@ impl Limit {
         match self {
             // The search stops at its share; the rest is the greedy descent's.
             Limit::Evaluations => format!(
-                "{} evaluations (the search's {} and the greedy descent's {})",
+                "{} evaluations, {} of them for the search and the rest for a greedy descent",
                 budget.evaluations,
-                budget.evaluations - budget.evaluations / DESCENT_SHARE,
-                budget.evaluations / DESCENT_SHARE
+                budget.evaluations - budget.evaluations / DESCENT_SHARE
             ),
             Limit::Visited => format!("{} nodes visited", budget.visited),
             Limit::QueueBytes => format!("{} MiB of queued nodes", MAX_QUEUE_BYTES >> 20),

@@ -47,14 +47,32 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
             Format::Parquet => &["parquet", "parq"],
             Format::Json => &["json"],
         };
-        if let Some(ext) = named.filter(|e| {
-            // Formats pbg writes, and others a reader would take the file for (JSON lines,
-            // tab-separated, Arrow IPC, Avro, ORC).
+        // A compressed name (`l.csv.gz`) would hold plain text.
+        if let Some(ext) = named
+            .as_deref()
+            .filter(|e| ["gz", "bz2", "xz", "zst", "zip", "lz4", "snappy"].contains(e))
+        {
+            bail!(
+                "--out {} is named .{ext}, but pbg writes lattices uncompressed: name it .{}",
+                out.display(),
+                wanted[0]
+            );
+        }
+        // Formats a reader would take the file for that pbg does not write.
+        if let Some(ext) = named.as_deref().filter(|e| {
             [
-                "csv", "parquet", "parq", "json", "html", "htm", "jsonl", "ndjson", "tsv", "arrow",
-                "feather", "ipc", "avro", "orc",
+                "jsonl", "ndjson", "tsv", "arrow", "feather", "ipc", "avro", "orc",
             ]
-            .contains(&e.as_str())
+            .contains(e)
+        }) {
+            bail!(
+                "--out {} is named .{ext}, a format pbg does not write: name it .{} (--format csv, parquet or json)",
+                out.display(),
+                wanted[0]
+            );
+        }
+        if let Some(ext) = named.filter(|e| {
+            ["csv", "parquet", "parq", "json", "html", "htm"].contains(&e.as_str())
                 && !wanted.contains(&e.as_str())
         }) {
             bail!(

@@ -136,6 +136,63 @@ impl PinnedInput {
     }
 }
 
+impl PinnedInput {
+    /// Fails unless every file `plan` reads is one pinned, as it was (name, size, modification
+    /// time): the scan lists the files again after [`PinnedInput::check`], and a file added or
+    /// rewritten in between would be read without having been counted.
+    fn check_files_read(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
+        let pinned: HashSet<(&str, u64, i64)> = self
+            .sources
+            .iter()
+            .filter_map(|s| match s {
+                Source::Files(files) => Some(files),
+                Source::Batches(_) => None,
+            })
+            .flatten()
+            .map(|f| (f.location.as_str(), f.size, f.modified))
+            .collect();
+        let mut read = Vec::new();
+        files_read(plan, &mut read);
+        match read
+            .iter()
+            .find(|(name, size, modified)| !pinned.contains(&(name.as_str(), *size, *modified)))
+        {
+            None => Ok(()),
+            Some((name, _, _)) => plan_err!(
+                "{}: its input ({}) changed since this release was planned (file {name} is to be read as it was not when the statistics were read); query {} again",
+                self.function,
+                self.table,
+                self.function
+            ),
+        }
+    }
+}
+
+/// The files the file scans of `plan` read: name (as [`file_name`] gives it), size and
+/// modification time (ns).
+fn files_read(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<(String, u64, i64)>) {
+    use datafusion::datasource::physical_plan::FileScanConfig;
+    use datafusion::datasource::source::DataSourceExec;
+    if let Some(config) = plan
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|e| (e.data_source().as_ref() as &dyn Any).downcast_ref::<FileScanConfig>())
+    {
+        let store = config.object_store_url.as_str();
+        for file in config.file_groups.iter().flat_map(|g| g.files()) {
+            let m = &file.object_meta;
+            let name = match store.starts_with("file://") {
+                true => format!("/{}", m.location),
+                false => format!("{store}{}", m.location),
+            };
+            let modified = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN);
+            out.push((name, m.size, modified));
+        }
+    }
+    for child in plan.children() {
+        files_read(child, out);
+    }
+}
+
 /// The providers whose rows make up `provider`: itself, or the tables a view (any provider with
 /// a logical plan) or a pinned table reads.
 pub(super) fn leaves(
@@ -466,7 +523,9 @@ impl TableProvider for PinnedInput {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         self.check(state).await?;
-        self.inner.scan(state, projection, filters, limit).await
+        let plan = self.inner.scan(state, projection, filters, limit).await?;
+        self.check_files_read(&plan)?;
+        Ok(plan)
     }
 
     async fn scan_with_args<'a>(
@@ -475,7 +534,9 @@ impl TableProvider for PinnedInput {
         args: ScanArgs<'a>,
     ) -> Result<ScanResult> {
         self.check(state).await?;
-        self.inner.scan_with_args(state, args).await
+        let scan = self.inner.scan_with_args(state, args).await?;
+        self.check_files_read(scan.plan())?;
+        Ok(scan)
     }
 
     fn supports_filters_pushdown(
@@ -487,5 +548,56 @@ impl TableProvider for PinnedInput {
 
     fn statistics(&self) -> Option<Statistics> {
         self.inner.statistics()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The files a scan reads are found in its plan (pbg's CSV scan and DataFusion's Parquet
+    /// scan), named as the pin names them, so that a file the pin lacks is caught.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_files_a_scan_reads_are_those_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("a.csv");
+        std::fs::write(&csv, "zip,disease\n13053,flu\n13068,cold\n").unwrap();
+        let ctx = crate::input::new_context();
+        let parquet = dir.path().join("b.parquet");
+        let copy = format!(
+            "COPY (SELECT 1 AS x) TO '{}' STORED AS PARQUET",
+            parquet.display()
+        );
+        ctx.sql(&copy).await.unwrap().collect().await.unwrap();
+        for path in [&csv, &parquet] {
+            let input = crate::input::Input::Path(path.clone());
+            let df = crate::input::open(&ctx, &input, b',').await.unwrap();
+            let LogicalPlan::TableScan(scan) = df.logical_plan() else {
+                panic!("not a scan");
+            };
+            let provider = source_as_provider(&scan.source).unwrap();
+            let state = ctx.state();
+            let pin = PinnedInput::pin(&state, "t", "t".into(), provider)
+                .await
+                .unwrap()
+                .unwrap();
+            let plan = pin.inner.scan(&state, None, &[], None).await.unwrap();
+            let mut read = Vec::new();
+            files_read(&plan, &mut read);
+            let size = std::fs::metadata(path).unwrap().len();
+            assert!(
+                read.iter()
+                    .any(|(name, s, _)| name == &path.display().to_string() && *s == size),
+                "{read:?}"
+            );
+            pin.check_files_read(&plan).unwrap();
+            // A pin of other files refuses this scan.
+            let mut other = pin;
+            if let Some(Source::Files(files)) = other.sources.first_mut() {
+                files[0].size += 1;
+            }
+            let err = other.check_files_read(&plan).unwrap_err().to_string();
+            assert!(err.contains("is to be read as it was not"), "{err}");
+        }
     }
 }
