@@ -382,18 +382,22 @@ pub async fn verify_release_under(
     rules: &[crate::suppression::SuppressionRule],
 ) -> Result<(ReleaseCheck, NodeIndices, Evaluator)> {
     let mut first_error = None;
+    // Whether the rules failed alike (a column the input lacks, a sliced release): then the
+    // rule is not the cause, and the rules tried are not listed.
+    let mut alike = true;
     for rule in rules {
         let ev = ev.with_rule(rule.clone());
         match verify_release(ctx, &ev, release, node, None).await {
             Ok((check, expected)) => return Ok((check, expected, ev)),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+            Err(e) => match &first_error {
+                None => first_error = Some(e),
+                Some(first) => alike &= first.to_string() == e.to_string(),
+            },
         }
     }
     let tried: Vec<String> = rules.iter().map(|r| r.describe()).collect();
     Err(match first_error {
-        Some(PbgError::Verification { path, message }) if rules.len() > 1 => {
+        Some(PbgError::Verification { path, message }) if rules.len() > 1 && !alike => {
             PbgError::Verification {
                 path,
                 message: format!(
