@@ -883,35 +883,31 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
     .to_string();
     assert!(err.contains("pbg_copy_guard"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), before);
-    // Ranks, and steady aggregates over whole partitions, depend on the values alone.
-    run("CREATE VIEW households AS SELECT *, count(*) OVER (PARTITION BY zip) AS household, rank() OVER (ORDER BY age) AS age_rank FROM people".into())
+    // Steady inputs pass: ranks and steady aggregates over whole partitions depend on the
+    // values alone, sums of integers not on the order they are added in, and the file a row
+    // comes from is pinned with the files.
+    for (name, query) in [
+        (
+            "households",
+            "SELECT *, count(*) OVER (PARTITION BY zip) AS household, rank() OVER (ORDER BY age) AS age_rank FROM people",
+        ),
+        (
+            "totals",
+            "SELECT id, zip, sum(age) AS age, max(marital) AS marital FROM people GROUP BY id, zip",
+        ),
+        ("named", "SELECT *, input_file_name() AS file FROM people"),
+    ] {
+        run(format!("CREATE VIEW {name} AS {query}")).await.unwrap();
+        run(declare(name, &format!("table = \"{name}\"")))
+            .await
+            .unwrap();
+        let b = run(format!(
+            "SELECT count(*) FROM pbg_anonymize('{name}', '1,1')"
+        ))
         .await
         .unwrap();
-    run(declare("households", "table = \"households\""))
-        .await
-        .unwrap();
-    let b = run("SELECT count(*) FROM pbg_anonymize('households', '1,1')".into())
-        .await
-        .unwrap();
-    assert_eq!(rows(&b).unwrap()[0][0], "11");
-    // Sums of integers do not depend on the order they are added in.
-    run("CREATE VIEW totals AS SELECT id, zip, sum(age) AS age, max(marital) AS marital FROM people GROUP BY id, zip".into())
-        .await
-        .unwrap();
-    run(declare("totals", "table = \"totals\"")).await.unwrap();
-    let b = run("SELECT count(*) FROM pbg_anonymize('totals', '1,1')".into())
-        .await
-        .unwrap();
-    assert_eq!(rows(&b).unwrap()[0][0], "11");
-    // The file a row comes from is pinned with the files: a column made of it is steady.
-    run("CREATE VIEW named AS SELECT *, input_file_name() AS file FROM people".into())
-        .await
-        .unwrap();
-    run(declare("named", "table = \"named\"")).await.unwrap();
-    let b = run("SELECT count(*) FROM pbg_anonymize('named', '0,0')".into())
-        .await
-        .unwrap();
-    assert_eq!(rows(&b).unwrap()[0][0], "11");
+        assert_eq!(rows(&b).unwrap()[0][0], "11", "{name}");
+    }
     // A CSV table without its own header option takes the session's when it is scanned.
     let bare = dir.path().join("bare.csv");
     std::fs::write(

@@ -6,7 +6,7 @@
 //! runs, so `COPY ... TO` writes a release of any size, partitioned or not. A pick suppresses as
 //! `pbg anonymize --pick` does: by the profile's `suppression_rule`, else by the requirement rule
 //! (only the classes that fail a requirement). A view over it is refused once the rows under it
-//! have changed ([`PinnedInput`]). Check what was written with `pbg_verify`.
+//! have changed (`pinned_input`). Check what was written with `pbg_verify`.
 //!
 //! ```sql
 //! COPY (SELECT * FROM pbg_anonymize('adult', 'pick', 'k>=10,l>=3', 'glm'))
@@ -21,16 +21,11 @@ use std::sync::Arc;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
 
-use datafusion::common::tree_node::Transformed;
-use datafusion::datasource::{provider_as_source, source_as_provider};
-use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::{DataFrame, SessionContext};
-
-use super::pinned_input::PinnedInput;
+use super::pinned_input::pin_scans;
 use super::registry::Registry;
 use super::steady_input::unsteady_input;
 use super::table::{arity, plan, string_arg};
-use crate::input::{self, Input, block_on};
+use crate::input::{self, block_on};
 use crate::policy::{Policy, PolicyText, pick};
 use crate::release::{release_plan, same_columns};
 
@@ -77,7 +72,10 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
         let df = match input::is_distributed(&df) {
             // A cluster's scheduler plans the scan, and knows DataFusion's providers only.
             true => df,
-            false => pinned(&ctx, &profile.input, df)?,
+            false => {
+                let table = profile.input.as_path().display().to_string();
+                pin_scans(&ctx, NAME, &table, df)?
+            }
         };
         let mut ev = self.registry.statistics(NAME, &name, args.session())?;
         let node = if how.trim().eq_ignore_ascii_case("pick") {
@@ -119,30 +117,4 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
             view,
         ))
     }
-}
-
-/// `df` over its tables pinned as they are now ([`PinnedInput`]): every scan in its plan, for a
-/// registered table may be a view (inlined, its scans below) over several tables. A table
-/// nothing can be pinned in is scanned as it is.
-fn pinned(ctx: &SessionContext, input: &Input, df: DataFrame) -> Result<DataFrame> {
-    let state = ctx.state();
-    let name = input.as_path().display().to_string();
-    let (state_ref, name_ref) = (&state, &name);
-    let scans = df.logical_plan().clone();
-    let pinned = scans.transform_up_with_subqueries(|node| {
-        let LogicalPlan::TableScan(scan) = &node else {
-            return Ok(Transformed::no(node));
-        };
-        let provider = source_as_provider(&scan.source)?;
-        let pin = PinnedInput::pin(state_ref, NAME, name_ref.clone(), provider);
-        match block_on(pin).map_err(|e| plan(NAME, e))?? {
-            Some(table) => {
-                let mut scan = scan.clone();
-                scan.source = provider_as_source(Arc::new(table));
-                Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
-            }
-            None => Ok(Transformed::no(node)),
-        }
-    })?;
-    Ok(DataFrame::new(state, pinned.data))
 }

@@ -17,13 +17,15 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use datafusion::catalog::{ScanArgs, ScanResult, Session, TableProvider};
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{Transformed, TreeNodeRecursion};
 use datafusion::common::{Constraints, Result, Statistics, plan_err};
 use datafusion::datasource::listing::{ListingTable, ListingTableUrl};
-use datafusion::datasource::{MemTable, TableType, source_as_provider};
+use datafusion::datasource::{MemTable, TableType, provider_as_source, source_as_provider};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::object_store::{self as object_store, ObjectMeta, ObjectStore, ObjectStoreExt};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{DataFrame, SessionContext};
 use futures::TryStreamExt;
 
 /// One source of a table's rows, as it was when pinned.
@@ -122,21 +124,24 @@ impl PinnedInput {
             }
         };
         if let Some(change) = change {
-            return plan_err!(
-                "{}: its input ({}) changed since this release was planned ({change}). Its class statistics and node were read from the rows as they were, so its rows cannot be released under them; query {} again (a view keeps the plan it was created with: create it again)",
-                self.function,
-                self.table,
-                self.function
-            );
+            return self.refuse(&change);
         }
         match cache_differs {
             Some(why) => plan_err!("{}: {why}", self.function),
             None => Ok(()),
         }
     }
-}
 
-impl PinnedInput {
+    /// The refusal of a scan of rows other than those the statistics counted.
+    fn refuse<T>(&self, change: &str) -> Result<T> {
+        plan_err!(
+            "{}: its input ({}) changed since this release was planned ({change}). Its class statistics and node were read from the rows as they were, so its rows cannot be released under them; query {} again (a view keeps the plan it was created with: create it again)",
+            self.function,
+            self.table,
+            self.function
+        )
+    }
+
     /// Fails unless every file `plan` reads is one pinned, as it was (name, size, modification
     /// time): the scan lists the files again after [`PinnedInput::check`], and a file added or
     /// rewritten in between would be read without having been counted.
@@ -158,14 +163,44 @@ impl PinnedInput {
             .find(|(name, size, modified)| !pinned.contains(&(name.as_str(), *size, *modified)))
         {
             None => Ok(()),
-            Some((name, _, _)) => plan_err!(
-                "{}: its input ({}) changed since this release was planned (file {name} is to be read as it was not when the statistics were read); query {} again",
-                self.function,
-                self.table,
-                self.function
-            ),
+            Some((name, _, _)) => self.refuse(&format!(
+                "file {name} is to be read as it was not when the statistics were read"
+            )),
         }
     }
+}
+
+/// `df` over its tables pinned as they are now: every scan in its plan, for a registered table
+/// may be a view (inlined, its scans below) over several tables. A table nothing can be pinned
+/// in is scanned as it is. `function` and `table` name them in refusals.
+pub(super) fn pin_scans(
+    ctx: &SessionContext,
+    function: &'static str,
+    table: &str,
+    df: DataFrame,
+) -> Result<DataFrame> {
+    let state = ctx.state();
+    let pinned = df
+        .logical_plan()
+        .clone()
+        .transform_up_with_subqueries(|node| {
+            let LogicalPlan::TableScan(scan) = &node else {
+                return Ok(Transformed::no(node));
+            };
+            let provider = source_as_provider(&scan.source)?;
+            let pin = PinnedInput::pin(&state, function, table.to_string(), provider);
+            let pinned =
+                crate::input::block_on(pin).map_err(|e| super::table::plan(function, e))??;
+            match pinned {
+                Some(table) => {
+                    let mut scan = scan.clone();
+                    scan.source = provider_as_source(Arc::new(table));
+                    Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
+                }
+                None => Ok(Transformed::no(node)),
+            }
+        })?;
+    Ok(DataFrame::new(state, pinned.data))
 }
 
 /// The files the file scans of `plan` read: name (as [`file_name`] gives it), size and
@@ -177,15 +212,10 @@ fn files_read(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<(String, u64, i64)>) 
         .downcast_ref::<DataSourceExec>()
         .and_then(|e| (e.data_source().as_ref() as &dyn Any).downcast_ref::<FileScanConfig>())
     {
-        let store = config.object_store_url.as_str();
         for file in config.file_groups.iter().flat_map(|g| g.files()) {
             let m = &file.object_meta;
-            let name = match store.starts_with("file://") {
-                true => format!("/{}", m.location),
-                false => format!("{store}{}", m.location),
-            };
-            let modified = m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN);
-            out.push((name, m.size, modified));
+            let name = file_name(&config.object_store_url, &m.location);
+            out.push((name, m.size, modified(m)));
         }
     }
     for child in plan.children() {
@@ -280,9 +310,9 @@ async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> R
                         .zip(changed)
                         .map(|(m, changed)| FileStamp {
                             changed,
-                            location: file_name(url, &m.location),
+                            location: file_name(&url.object_store(), &m.location),
                             size: m.size,
-                            modified: m.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN),
+                            modified: modified(&m),
                             e_tag: m.e_tag,
                         }),
                 );
@@ -312,11 +342,16 @@ struct Sources {
 
 /// A file's name as messages give it and stamps are keyed by: its path for a local file, else
 /// its store's URL and its key (two buckets may hold the same key).
-fn file_name(url: &ListingTableUrl, location: &object_store::path::Path) -> String {
-    match url.scheme() == "file" {
+fn file_name(store: &ObjectStoreUrl, location: &object_store::path::Path) -> String {
+    match store.as_str().starts_with("file://") {
         true => format!("/{location}"),
-        false => format!("{}{location}", url.object_store().as_str()),
+        false => format!("{}{location}", store.as_str()),
     }
+}
+
+/// A file's modification time in ns (as pinned and as a scan reads it).
+fn modified(meta: &ObjectMeta) -> i64 {
+    meta.last_modified.timestamp_nanos_opt().unwrap_or(i64::MIN)
 }
 
 /// The files of `url` with extension `ext` as the store lists them now. Not through DataFusion's
@@ -382,7 +417,9 @@ async fn cache_differs_from(
         .chain(cached.difference(&fresh))
         .map(|f| f.0.clone())
         .min()
-        .map_or_else(String::new, |f| format!(", e.g. {}", file_name(url, &f)));
+        .map_or_else(String::new, |f| {
+            format!(", e.g. {}", file_name(&url.object_store(), &f))
+        });
     Ok(Some(format!(
         "this session's list-files cache lists {} otherwise than it is now{differing}: the class statistics and the rows could be read from different files. Run SET datafusion.runtime.list_files_cache_limit = '0' (pbg's own sessions keep no such cache), then query again",
         url.as_str()
