@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use arrow::array::{
-    Array, ArrayAccessor, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, StringArray,
-    UInt32Array, downcast_primitive_array,
+    Array, ArrayAccessor, ArrayRef, ArrowPrimitiveType, AsArray, DictionaryArray, PrimitiveArray,
+    StringArray, UInt32Array, downcast_primitive_array,
 };
 
 use arrow::compute::cast;
@@ -23,6 +23,25 @@ pub struct TextColumn {
     pub keys: UInt32Array,
     /// Distinct text forms (may include values no key points to).
     pub values: StringArray,
+}
+
+/// `keys` into `values` as a dictionary array, its keys checked as arrow's `try_new` checks them
+/// (every key below the number of values) in one pass the compiler vectorizes: arrow's check
+/// stops at the first bad key and tests each row's validity, 0.6 ns a key, 4 % of the CPU of a
+/// verified 30 M-row CSV release (every column of the input and the release goes through it).
+/// Keys of null rows are checked too, so a key out of range under a null falls back to arrow's
+/// check, which gives the error or accepts it.
+pub fn dictionary(
+    keys: UInt32Array,
+    values: ArrayRef,
+) -> std::result::Result<DictionaryArray<UInt32Type>, arrow::error::ArrowError> {
+    let max = keys.values().iter().fold(0u32, |m, &k| m.max(k));
+    if keys.is_empty() || (max as usize) < values.len() {
+        // SAFETY: `try_new` fails only for a key of a valid row at or past the number of
+        // values, and no key is.
+        return Ok(unsafe { DictionaryArray::new_unchecked(keys, values) });
+    }
+    DictionaryArray::try_new(keys, values)
 }
 
 /// Dictionary-encodes a column by its text form without formatting every row: dictionary
@@ -355,6 +374,26 @@ mod tests {
                 .map(|t| t.map(String::from))
                 .collect::<Vec<_>>()
         );
+    }
+
+    proptest! {
+        /// The one-pass key check accepts exactly the dictionaries arrow's `try_new` accepts
+        /// (keys past the values, under null rows or not, none at all), with the same arrays.
+        #[test]
+        fn dictionary_checks_keys_as_arrow_does(
+            keys in proptest::collection::vec(proptest::option::weighted(0.8, 0u32..6), 0..40),
+            values in 0usize..5,
+        ) {
+            let keys = UInt32Array::from(keys);
+            let values: ArrayRef =
+                Arc::new(StringArray::from_iter_values((0..values).map(|v| v.to_string())));
+            let ours = dictionary(keys.clone(), Arc::clone(&values));
+            let arrows = DictionaryArray::<UInt32Type>::try_new(keys, values);
+            prop_assert_eq!(ours.is_ok(), arrows.is_ok());
+            if let (Ok(ours), Ok(arrows)) = (ours, arrows) {
+                prop_assert_eq!(ours, arrows);
+            }
+        }
     }
 
     proptest! {

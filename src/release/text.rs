@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::compute::filter;
 use arrow::datatypes::{DataType, UInt32Type};
 
@@ -102,7 +102,7 @@ impl TextRelease {
                 continue;
             };
             // The plan's kernel, over the batch's dictionary.
-            let dict: ArrayRef = Arc::new(DictionaryArray::<UInt32Type>::try_new(
+            let dict: ArrayRef = Arc::new(crate::input::text::dictionary(
                 text.keys.clone(),
                 Arc::new(text.values.clone()),
             )?);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, StringArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
 use arrow::compute::take;
 use arrow::datatypes::{DataType, UInt32Type};
 
@@ -75,7 +75,7 @@ pub fn generalize_with(
     };
     let keys = take(&UInt32Array::from(mapping), &keys, None)?;
     let labels = StringArray::from_iter_values(h.level(level).labels.iter());
-    let out = DictionaryArray::<UInt32Type>::try_new(
+    let out = crate::input::text::dictionary(
         keys.as_primitive::<UInt32Type>().clone(),
         Arc::new(labels),
     )?;

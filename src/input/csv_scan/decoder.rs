@@ -24,11 +24,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, BooleanBufferBuilder, DictionaryArray, RecordBatch, StringArray, UInt32Array,
-};
+use arrow::array::{Array, ArrayRef, BooleanBufferBuilder, RecordBatch, StringArray, UInt32Array};
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{DataType, SchemaRef, UInt32Type};
+use arrow::datatypes::{DataType, SchemaRef};
 use arrow::error::ArrowError;
 
 use crate::input::words::{EXACT_BYTES, WordTable, buffer_words};
@@ -104,7 +102,7 @@ impl ColumnBuilder {
                 // The same keys and distinct texts as keying while reading gives.
                 let keyed = crate::input::text::keyed_texts(&text, (*room).max(KEYED_DISTINCT))?;
                 *room = keyed.values.len();
-                Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                Ok(Arc::new(crate::input::text::dictionary(
                     keyed.keys,
                     Arc::new(keyed.values),
                 )?))
@@ -327,7 +325,7 @@ impl KeyedBuilder {
             }
         };
         let keys = UInt32Array::new(keys.into(), nulls);
-        Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
+        Ok(Arc::new(crate::input::text::dictionary(
             keys,
             Arc::new(values),
         )?))
@@ -845,7 +843,7 @@ impl TextDecoder {
 mod tests {
     use super::*;
     use arrow::array::Array;
-    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::datatypes::{DataType, Field, Schema, UInt32Type};
 
     /// Decodes `bytes` fed in `piece`-sized chunks, then the end of input, the way DataFusion's
     /// `DecoderDeserializer` drives a decoder: a batch is flushed when the decoder is full or a
