@@ -517,6 +517,112 @@ async fn a_changed_table_is_read_again() {
 /// under it change (a file rewritten or added, a memory table's insert or update), querying it
 /// is refused, naming what changed, and a COPY through it writes nothing; a new query (or view)
 /// reads the table as it is.
+/// A schema whose table `people` is another table at each lookup after the first: a
+/// `CREATE OR REPLACE TABLE` run by another session while a query is planned, made
+/// deterministic.
+#[derive(Debug)]
+struct ReplacedEachLookup {
+    first: std::sync::Arc<dyn datafusion::catalog::TableProvider>,
+    then: std::sync::Arc<dyn datafusion::catalog::TableProvider>,
+    lookups: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl datafusion::catalog::SchemaProvider for ReplacedEachLookup {
+    fn table_names(&self) -> Vec<String> {
+        vec!["people".into()]
+    }
+
+    async fn table(
+        &self,
+        name: &str,
+    ) -> Result<Option<std::sync::Arc<dyn datafusion::catalog::TableProvider>>, DataFusionError>
+    {
+        if name != "people" {
+            return Ok(None);
+        }
+        let n = self
+            .lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(Some(if n == 0 {
+            self.first.clone()
+        } else {
+            self.then.clone()
+        }))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        name == "people"
+    }
+}
+
+/// The class statistics of `pbg_anonymize` over a table are read through the plan its release
+/// reads, not by looking the name up again: with a second lookup, a table replaced in between
+/// (here by one holding every row five times, so that every class of the original passes
+/// `k>=5` at the bottom node) gave the statistics of one table and the rows of another, and
+/// released the original's ten rows in classes of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_replaced_while_a_release_is_planned_is_read_once() {
+    use datafusion::datasource::MemTable;
+    let ctx = SessionContext::new();
+    pbg::sql::register(&ctx);
+    let rows = ctx
+        .read_csv(
+            repo("datasets/t1/t1.csv").display().to_string(),
+            CsvReadOptions::new(),
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let schema = rows[0].schema();
+    let five: Vec<RecordBatch> = (0..5).flat_map(|_| rows.clone()).collect();
+    let schema_provider = std::sync::Arc::new(ReplacedEachLookup {
+        first: std::sync::Arc::new(MemTable::try_new(schema.clone(), vec![rows]).unwrap()),
+        then: std::sync::Arc::new(MemTable::try_new(schema, vec![five]).unwrap()),
+        lookups: Default::default(),
+    });
+    ctx.catalog("datafusion")
+        .unwrap()
+        .register_schema("shifty", schema_provider.clone())
+        .unwrap();
+    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
+    let toml = toml
+        .replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()))
+        .replace("input = \"t1.csv\"", "table = \"shifty.people\"");
+    let declare = format!(
+        "SELECT * FROM pbg_profile('p', '{}')",
+        toml.replace('\'', "''")
+    );
+    ctx.sql(&declare).await.unwrap().collect().await.unwrap();
+    let classes = ctx
+        .sql(
+            "SELECT count(*) AS size FROM pbg_anonymize('p', 'pick', 'k>=5') GROUP BY zip, age ORDER BY size",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let sizes: Vec<u64> = self::rows(&classes)
+        .unwrap()
+        .iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    assert!(
+        schema_provider
+            .lookups
+            .load(std::sync::atomic::Ordering::SeqCst)
+            >= 1
+    );
+    assert_eq!(sizes.iter().sum::<u64>(), 10, "{sizes:?}");
+    assert!(
+        sizes.iter().all(|&s| s >= 5),
+        "classes below k=5: {sizes:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_over_a_changed_table_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -350,10 +350,34 @@ pub async fn statistics_with<C: Companion>(
     profile: &Profile,
     companion: C,
 ) -> Result<(Dataset, C)> {
+    statistics_over(ctx, profile, None, companion).await
+}
+
+/// [`statistics_in`] read through `frame`, the profile's input as the caller opened it, instead
+/// of a new open of it: a release planned over `frame` then reads the very tables its statistics
+/// counted, even if a name the input resolves through is given another table in between.
+pub async fn statistics_from(
+    ctx: &SessionContext,
+    profile: &Profile,
+    frame: &DataFrame,
+) -> Result<Dataset> {
+    Ok(statistics_over(ctx, profile, Some(frame), ()).await?.0)
+}
+
+/// Pass 1 over `frame`, else over the input opened now.
+async fn statistics_over<C: Companion>(
+    ctx: &SessionContext,
+    profile: &Profile,
+    frame: Option<&DataFrame>,
+    companion: C,
+) -> Result<(Dataset, C)> {
     let profile = &resolve_hierarchy_tables(ctx, profile).await?;
     let run = async {
         let balanced = input::balanced_context(ctx, &profile.input);
-        let df = input::open_keyed(&balanced, &profile.input, profile.delimiter).await?;
+        let df = match frame {
+            Some(frame) => DataFrame::new(balanced.state(), frame.logical_plan().clone()),
+            None => input::open_keyed(&balanced, &profile.input, profile.delimiter).await?,
+        };
         let schema = std::sync::Arc::new(input::declared_schema(df.schema().as_arrow()));
         let spec = profile_columns(profile);
         let (combos, companion) =

@@ -11,7 +11,7 @@ use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, plan_err};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionState;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{DataFrame, SessionContext};
 
 use crate::encode::Dataset;
 use crate::evaluate::Evaluator;
@@ -204,15 +204,17 @@ impl Registry {
         function: &str,
         name: &str,
         session: &dyn Session,
-        rows: bool,
+        read: Read<'_>,
     ) -> Result<Arc<Evaluator>> {
         let profile = self.declaration(function, name)?;
         let ctx = self.context_for(function, session, &profile)?;
         let read = async {
-            if rows {
-                crate::statistics::rows_in(&ctx, &profile).await
-            } else {
-                crate::statistics::statistics_in(&ctx, &profile).await
+            match read {
+                Read::Rows => crate::statistics::rows_in(&ctx, &profile).await,
+                Read::Statistics => crate::statistics::statistics_in(&ctx, &profile).await,
+                Read::StatisticsFrom(frame) => {
+                    crate::statistics::statistics_from(&ctx, &profile, frame).await
+                }
             }
         };
         let wrap = |e: crate::PbgError| {
@@ -234,7 +236,20 @@ impl Registry {
         name: &str,
         session: &dyn Session,
     ) -> Result<Arc<Evaluator>> {
-        self.dataset(function, name, session, false)
+        self.dataset(function, name, session, Read::Statistics)
+    }
+
+    /// [`Self::statistics`] read through `frame`, the profile's input as the caller opened (and
+    /// pinned) it, not through a new open of its name: a release planned over `frame` reads the
+    /// tables its statistics counted even if the name is given another table meanwhile.
+    pub fn statistics_from(
+        &self,
+        function: &str,
+        name: &str,
+        session: &dyn Session,
+        frame: &DataFrame,
+    ) -> Result<Arc<Evaluator>> {
+        self.dataset(function, name, session, Read::StatisticsFrom(frame))
     }
 
     /// Profile `name` read now through `session` row by row (per-tuple vectors need the rows).
@@ -244,7 +259,7 @@ impl Registry {
         name: &str,
         session: &dyn Session,
     ) -> Result<Arc<Evaluator>> {
-        self.dataset(function, name, session, true)
+        self.dataset(function, name, session, Read::Rows)
     }
 
     /// The hierarchy `name`, or an error listing the known ones.
@@ -261,4 +276,14 @@ impl Registry {
             }
         }
     }
+}
+
+/// What [`Registry`] reads of a profile's input.
+enum Read<'a> {
+    /// Every row, in file order (per-tuple vectors).
+    Rows,
+    /// Class statistics, the input opened now.
+    Statistics,
+    /// Class statistics through a frame the caller opened.
+    StatisticsFrom(&'a DataFrame),
 }
