@@ -35,8 +35,15 @@ pub fn dictionary(
     keys: UInt32Array,
     values: ArrayRef,
 ) -> std::result::Result<DictionaryArray<UInt32Type>, arrow::error::ArrowError> {
-    let max = keys.values().iter().fold(0u32, |m, &k| m.max(k));
-    if keys.is_empty() || (max as usize) < values.len() {
+    // A key at or past `n` is out of range (with more values than keys can number, none is);
+    // an or of compares, which SSE2 vectorizes (an unsigned max it has not).
+    let n = u32::try_from(values.len()).ok();
+    let out_of_range = |n: u32| {
+        keys.values()
+            .iter()
+            .fold(0u32, |bad, &k| bad | (k >= n) as u32)
+    };
+    if n.is_none_or(|n| out_of_range(n) == 0) {
         // SAFETY: `try_new` fails only for a key of a valid row at or past the number of
         // values, and no key is.
         return Ok(unsafe { DictionaryArray::new_unchecked(keys, values) });
