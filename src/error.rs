@@ -131,6 +131,57 @@ pub enum PbgError {
     Arrow(#[from] arrow::error::ArrowError),
 }
 
+/// The most columns an unknown-column error lists whole.
+const LISTED_COLUMNS: usize = 40;
+
+/// The columns an unknown-column error lists of a wider input: those nearest the name wanted.
+const NEAREST_COLUMNS: usize = 10;
+
+/// The edit (Levenshtein) distance between two texts, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Column `names` for a message about a column named `wanted`: all of them up to
+/// [`LISTED_COLUMNS`]; of more (a wide table's thousands), the [`NEAREST_COLUMNS`] nearest to the
+/// name wanted (fewest edits, ignoring case), in their order, and how many others.
+pub(crate) fn column_list(wanted: &str, names: &[&str]) -> String {
+    if names.len() <= LISTED_COLUMNS {
+        return names.join(", ");
+    }
+    let wanted = wanted.to_lowercase();
+    let mut near: Vec<(usize, usize, &str)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (edits(&wanted, &n.to_lowercase()), i, *n))
+        .collect();
+    near.sort_unstable();
+    let mut shown: Vec<(usize, &str)> = near[..NEAREST_COLUMNS]
+        .iter()
+        .map(|&(_, i, n)| (i, n))
+        .collect();
+    shown.sort_unstable();
+    format!(
+        "{} and {} more; of the {} columns, those listed are the nearest to the name",
+        shown.iter().map(|&(_, n)| n).collect::<Vec<_>>().join(", "),
+        names.len() - NEAREST_COLUMNS,
+        names.len()
+    )
+}
+
 impl PbgError {
     /// A profile error from the given origin.
     pub fn profile(origin: impl Into<String>, message: impl Into<String>) -> Self {
@@ -145,6 +196,23 @@ impl PbgError {
         PbgError::Argument {
             name: name.into(),
             message: message.into(),
+        }
+    }
+
+    /// A column named `column` (what the profile or a flag wanted) missing from the input at
+    /// `path`, whose columns are `names` ([`column_list`]).
+    pub fn unknown_column<'a>(
+        path: PathBuf,
+        column: String,
+        wanted: &str,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let names: Vec<&str> = names.into_iter().collect();
+        let available = column_list(wanted, &names);
+        PbgError::UnknownColumn {
+            path,
+            column,
+            available,
         }
     }
 
@@ -165,5 +233,37 @@ impl PbgError {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Edit distances by characters, and an unknown column of a wide input listed by the
+    /// nearest names (in the input's order) and a count, of a narrow one whole.
+    #[test]
+    fn unknown_columns_list_the_nearest_of_a_wide_input() {
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(edits("", "abc"), 3);
+        assert_eq!(edits("âge", "age"), 1);
+        let wide: Vec<String> = std::iter::once("zip".to_string())
+            .chain((0..3000).map(|i| format!("x{i}")))
+            .collect();
+        let e = PbgError::unknown_column(
+            "w.csv".into(),
+            "X12".into(),
+            "X12",
+            wide.iter().map(String::as_str),
+        );
+        assert_eq!(
+            e.to_string(),
+            "w.csv: no column `X12` (the columns are: x1, x2, x10, x11, x12, x13, x14, x15, x16, x17 and 2991 more; of the 3001 columns, those listed are the nearest to the name)"
+        );
+        let e = PbgError::unknown_column("n.csv".into(), "b".into(), "b", ["a", "c"]);
+        assert_eq!(
+            e.to_string(),
+            "n.csv: no column `b` (the columns are: a, c)"
+        );
     }
 }

@@ -449,15 +449,12 @@ pub async fn draft(
         if facts.iter().any(|f| f.name == name) {
             Ok(())
         } else {
-            Err(PbgError::UnknownColumn {
-                path: input.as_path(),
-                column: format!("{name} ({what})"),
-                available: facts
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+            Err(PbgError::unknown_column(
+                input.as_path(),
+                format!("{name} ({what})"),
+                name,
+                facts.iter().map(|f| f.name.as_str()),
+            ))
         }
     };
     for n in identifiers {

@@ -318,15 +318,13 @@ pub fn column(name: &str) -> Expr {
 
 /// The index of column `name` in `schema`, or an error naming the input and its columns.
 pub fn column_index(input: &Input, schema: &Schema, name: &str) -> Result<usize> {
-    schema.index_of(name).map_err(|_| PbgError::UnknownColumn {
-        path: input.as_path(),
-        column: name.to_string(),
-        available: schema
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+    schema.index_of(name).map_err(|_| {
+        PbgError::unknown_column(
+            input.as_path(),
+            name.to_string(),
+            name,
+            schema.fields().iter().map(|f| f.name().as_str()),
+        )
     })
 }
 

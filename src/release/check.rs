@@ -130,7 +130,7 @@ fn check_columns(
     if let Some(extra) = have.iter().find(|n| !expected.contains(n)) {
         return Err(fail(format!(
             "column `{extra}` is not a column of the input ({})",
-            expected.join(", ")
+            crate::error::column_list(extra, &expected)
         )));
     }
     if let Some(missing) = expected.iter().find(|n| !have.contains(n)) {
