@@ -517,6 +517,101 @@ async fn a_changed_table_is_read_again() {
 /// under it change (a file rewritten or added, a memory table's insert or update), querying it
 /// is refused, naming what changed, and a COPY through it writes nothing; a new query (or view)
 /// reads the table as it is.
+/// `COPY` cannot reach an input by a path through a directory that does not exist
+/// (`nope/../in.csv`: DataFusion creates `nope` and writes through it; the guard took the path
+/// as written and passed it), nor by a partitioned write into a directory above an input
+/// directory (`PARTITIONED BY (s)` to `lake/` wrote `lake/s=x/<file>`, inside the table's
+/// `lake/s=x/`, whose next read held the release's rows too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_reaches_no_input_through_missing_directories_or_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let t1 = std::fs::read_to_string(repo("datasets/t1/t1.csv")).unwrap();
+    let input = dir.path().join("in/t.csv");
+    std::fs::create_dir_all(input.parent().unwrap()).unwrap();
+    std::fs::write(&input, &t1).unwrap();
+    let lake = dir.path().join("lake/s=x");
+    std::fs::create_dir_all(&lake).unwrap();
+    std::fs::write(lake.join("t.csv"), &t1).unwrap();
+    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
+    let toml = toml.replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()));
+    let declare = |name: &str, input: &str| {
+        format!(
+            "SELECT * FROM pbg_profile('{name}', '{}')",
+            toml.replace("input = \"t1.csv\"", input)
+                .replace('\'', "''")
+        )
+    };
+    let ctx = SessionContext::new();
+    pbg::sql::register(&ctx);
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move { ctx.sql(&sql).await?.collect().await }
+    };
+    run(declare("p", &format!("input = \"{}\"", input.display())))
+        .await
+        .unwrap();
+    run(format!(
+        "CREATE EXTERNAL TABLE lake STORED AS CSV LOCATION '{}/'",
+        lake.display()
+    ))
+    .await
+    .unwrap();
+    run(declare("q", "table = \"lake\"")).await.unwrap();
+    let d = dir.path().display();
+    for sql in [
+        format!(
+            "COPY (SELECT * FROM pbg_anonymize('p', '1,1')) TO '{d}/nope/../in/t.csv' STORED AS CSV"
+        ),
+        format!(
+            "COPY (SELECT * FROM pbg_anonymize('p', '1,1')) TO '{d}/in/nope/x/../../t.csv' STORED AS CSV"
+        ),
+        format!(
+            "COPY (SELECT *, 'x' AS s FROM pbg_anonymize('q', '1,1')) TO '{d}/lake/' STORED AS CSV PARTITIONED BY (s)"
+        ),
+        format!(
+            "COPY (SELECT *, 'x' AS s FROM pbg_anonymize('q', '1,1')) TO '{d}/nope/../lake/' STORED AS CSV PARTITIONED BY (s)"
+        ),
+        format!(
+            "COPY (SELECT *, 's=x' AS s FROM lake) TO '{d}/lake/s=x/' STORED AS CSV PARTITIONED BY (s)"
+        ),
+    ] {
+        let e = run(sql.clone()).await.unwrap_err().to_string();
+        assert!(e.contains("never writes"), "{sql}: {e}");
+    }
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), t1);
+    assert!(!dir.path().join("nope").exists());
+    assert!(!dir.path().join("in/nope").exists());
+    let lake_files: Vec<_> = walk(&dir.path().join("lake"));
+    assert_eq!(lake_files, vec![lake.join("t.csv")]);
+    // A partitioned write elsewhere, and one above a single input file, pass.
+    run(format!(
+        "COPY (SELECT *, 'x' AS s FROM pbg_anonymize('q', '1,1')) TO '{d}/out/' STORED AS CSV PARTITIONED BY (s)"
+    ))
+    .await
+    .unwrap();
+    run(format!(
+        "COPY (SELECT *, 'x' AS s FROM pbg_anonymize('p', '1,1')) TO '{d}/in/' STORED AS CSV PARTITIONED BY (s)"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), t1);
+}
+
+/// Every file under `dir`, sorted.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
 /// A schema whose table `people` is another table at each lookup after the first: a
 /// `CREATE OR REPLACE TABLE` run by another session while a query is planned, made
 /// deterministic.

@@ -244,19 +244,39 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
     resolved(a) == resolved(b)
 }
 
-/// The absolute, symlink-free form of a path that may not exist yet (its parent must).
+/// The absolute, symlink-free form of a path that may not exist yet: its deepest existing
+/// ancestor resolved (symlinks and all), the rest, which does not exist and so holds no link,
+/// taken lexically (`.` dropped, `..` the parent). A writer that creates missing directories (as
+/// DataFusion's COPY does) goes through `nope/..` to where this says: with only the parent
+/// resolved, `nope/../in.csv` was taken as written and passed for another file than the input.
 fn resolved(path: &Path) -> PathBuf {
     if let Ok(p) = path.canonicalize() {
         return p;
     }
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    match (parent.canonicalize(), path.file_name()) {
-        (Ok(dir), Some(name)) => dir.join(name),
-        _ => path.to_path_buf(),
+    let absolute = match path.is_absolute() {
+        true => path.to_path_buf(),
+        false => std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf()),
+    };
+    let parts: Vec<std::path::Component<'_>> = absolute.components().collect();
+    for existing in (1..parts.len()).rev() {
+        let ancestor: PathBuf = parts[..existing].iter().collect();
+        let Ok(mut out) = ancestor.canonicalize() else {
+            continue;
+        };
+        for part in &parts[existing..] {
+            match part {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::Normal(name) => out.push(name),
+                _ => {}
+            }
+        }
+        return out;
     }
+    absolute
 }
 
 /// Refuses, before anything is read, an output that would replace or land inside an input: the
@@ -320,6 +340,34 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
         {
             return refuse("is reached through a symbolic link inside the input directory");
         }
+    }
+    Ok(())
+}
+
+/// Refuses a directory `output` that a partitioned write (`COPY … PARTITIONED BY`) fills with
+/// directories of its own (`column=value/…`) when an input directory, or a glob's base, lies
+/// under it: the files written there join the input's next read. (A single input file under it
+/// is left as it is, and so is its next read.)
+pub fn refuse_partitioned_over(output: &Path, input: &crate::input::Input) -> Result<()> {
+    let Some(source) = input.path() else {
+        return Ok(());
+    };
+    let is_glob =
+        |c: &std::path::Component<'_>| crate::input::has_glob(&c.as_os_str().to_string_lossy());
+    let listed: PathBuf = match crate::input::is_glob(source) {
+        true => source.components().take_while(|c| !is_glob(c)).collect(),
+        false if source.is_dir() => source.to_path_buf(),
+        false => return Ok(()),
+    };
+    if resolved(&listed).starts_with(resolved(output)) {
+        return Err(PbgError::argument(
+            "output",
+            format!(
+                "{}: a partitioned write fills directories under it, where the input {} lies (its files would join the input's next read): pbg never writes into its input; choose another output directory",
+                output.display(),
+                source.display()
+            ),
+        ));
     }
     Ok(())
 }
@@ -417,6 +465,37 @@ mod tests {
         file.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "a,b\n1,2\n");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// An output spelled through a directory that does not exist (`nope/..`, which a writer
+    /// creating missing directories goes through) is the path it leads to: the input itself, or
+    /// a file inside an input directory, is refused; another file is not.
+    #[test]
+    fn an_output_through_a_missing_directory_is_the_path_it_leads_to() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        std::fs::create_dir(dir.join("in")).unwrap();
+        let input = dir.join("in/a.csv");
+        std::fs::write(&input, "a\n1\n").unwrap();
+        let file = crate::input::Input::Path(input.clone());
+        let folder = crate::input::Input::Path(dir.join("in"));
+        for spelled in [
+            "nope/../in/a.csv",
+            "nope/x/../../in/./a.csv",
+            "in/nope/../a.csv",
+        ] {
+            let out = dir.join(spelled);
+            let e = refuse_overwrite(&out, &file).unwrap_err().to_string();
+            assert!(e.contains("is the input"), "{spelled}: {e}");
+            let e = refuse_overwrite(&out, &folder).unwrap_err().to_string();
+            assert!(e.contains("inside the input directory"), "{spelled}: {e}");
+        }
+        assert!(refuse_overwrite(&dir.join("nope/../in/b.csv"), &file).is_ok());
+        assert!(refuse_overwrite(&dir.join("nope/../out/a.csv"), &folder).is_ok());
+        assert_eq!(
+            resolved(&dir.join("nope/../..")),
+            resolved(dir).parent().unwrap()
+        );
     }
 
     /// A failed check after the sync started: dropping the file leaves the old target as it was

@@ -5,7 +5,9 @@ mod csv_text;
 mod read;
 mod write;
 
-pub use atomic::{AtomicFile, refuse_overwrite, same_path, write_text_atomic};
+pub use atomic::{
+    AtomicFile, refuse_overwrite, refuse_partitioned_over, same_path, write_text_atomic,
+};
 pub use csv_text::CsvQuoting;
 pub use read::{Table, column_index, read_table, read_table_in};
 pub use write::{OutputFormat, write_batches};

@@ -149,11 +149,19 @@ impl AnalyzerRule for CopyGuard {
             _ => PathBuf::from(&copy.output_url),
         };
         let refuse = |e: crate::PbgError| DataFusionError::Plan(format!("COPY: {e}"));
+        let partitioned = !copy.partition_by.is_empty();
         for source in scanned_paths(&copy.input)? {
-            crate::io::refuse_overwrite(&output, &Input::Path(source)).map_err(refuse)?;
+            let source = Input::Path(source);
+            crate::io::refuse_overwrite(&output, &source).map_err(refuse)?;
+            if partitioned {
+                crate::io::refuse_partitioned_over(&output, &source).map_err(refuse)?;
+            }
         }
         for profile in self.registry.profiles()? {
             profile.protect(&output).map_err(refuse)?;
+            if partitioned {
+                crate::io::refuse_partitioned_over(&output, &profile.input).map_err(refuse)?;
+            }
         }
         Ok(LogicalPlan::Copy(copy))
     }
