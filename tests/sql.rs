@@ -612,6 +612,66 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     files
 }
 
+/// An input over a table that declares an order (`WITH ORDER`) its file does not have, under a
+/// `GROUP BY`, is refused: DataFusion trusts the order, and the grouped rows then depend on the
+/// session's partitions (a `SET` between the view and the query released classes of one under
+/// `k>=2`). The same view over the table declared without the order is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_order_under_an_aggregate_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("lie.csv");
+    let mut text = String::from("x,s\n");
+    for i in 0..20000 {
+        text.push_str(if i % 2 == 0 { "b,flu\n" } else { "a,flu\n" });
+    }
+    std::fs::write(&csv, text).unwrap();
+    let ctx = SessionContext::new();
+    pbg::sql::register(&ctx);
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move { ctx.sql(&sql).await?.collect().await }
+    };
+    for (table, order) in [("u", "WITH ORDER (x ASC)"), ("w", "")] {
+        run(format!(
+            "CREATE EXTERNAL TABLE {table} (x VARCHAR, s VARCHAR) STORED AS CSV {order} LOCATION '{}' OPTIONS ('format.has_header' 'true')",
+            csv.display()
+        ))
+        .await
+        .unwrap();
+        run(format!(
+            "CREATE VIEW v{table} AS SELECT x AS zip, max(s) AS dis FROM {table} GROUP BY x"
+        ))
+        .await
+        .unwrap();
+        run(format!(
+            "SELECT * FROM pbg_profile('p{table}', 'table = \"v{table}\"\nsensitive = \"dis\"\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\", steps = 1 }}')"
+        ))
+        .await
+        .unwrap();
+    }
+    run("SET datafusion.execution.target_partitions = 1".into())
+        .await
+        .unwrap();
+    let e = run("CREATE VIEW r AS SELECT * FROM pbg_anonymize('pu', 'pick', 'k>=2')".into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("declares an order (WITH ORDER)"), "{e}");
+    run("CREATE VIEW r AS SELECT * FROM pbg_anonymize('pw', 'pick', 'k>=2')".into())
+        .await
+        .unwrap();
+    run("SET datafusion.execution.target_partitions = 2".into())
+        .await
+        .unwrap();
+    let rows = run("SELECT zip, count(*) FROM r GROUP BY zip ORDER BY zip".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        self::rows(&rows).unwrap(),
+        vec![vec!["*".to_string(), "2".into()]]
+    );
+}
+
 /// A schema whose table `people` is another table at each lookup after the first: a
 /// `CREATE OR REPLACE TABLE` run by another session while a query is planned, made
 /// deterministic.
