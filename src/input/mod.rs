@@ -161,7 +161,11 @@ async fn open_path(
     // plan is to run on a cluster, whose executors know DataFusion's sources only.
     let pbg_scan = kind == FileKind::Csv && quoting != Quoting::LineBreaks && !distributed(&state);
     let format: Arc<dyn FileFormat> = match kind {
-        FileKind::Parquet => Arc::new(ParquetFormat::default()),
+        // The session's Parquet reading options (pbg's own sessions read text as the file
+        // declares it, not as views: a release then declares the input's types).
+        FileKind::Parquet => {
+            Arc::new(ParquetFormat::default().with_options(state.default_table_options().parquet))
+        }
         FileKind::Csv if pbg_scan => Arc::new(TextCsvFormat::new(csv())),
         FileKind::Csv => Arc::new(csv()),
     };
