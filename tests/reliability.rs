@@ -2089,6 +2089,46 @@ fn an_empty_label_in_an_inline_hierarchy_is_refused() {
     );
 }
 
+/// A date hierarchy refuses a value that is not a day of the calendar, naming it and its row:
+/// the shape of its first ten characters passed `2020-13-01` and `2020-99-99 SSN …`, released
+/// as the month labels `2020-13` and `2020-99` (found by an attack round).
+#[test]
+fn a_date_hierarchy_refuses_what_is_not_a_day() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bad, row) in [
+        ("2020-13-01", 2),
+        ("2021-02-29", 3),
+        ("2020-01-05 SSN 123", 2),
+    ] {
+        let data = match row {
+            2 => format!("v,s\n2020-01-05,a\n{bad},b\n2020-02-29,a\n"),
+            _ => format!("v,s\n2020-01-05,a\n2020-02-29,b\n{bad},a\n"),
+        };
+        let csv = write(dir.path(), "d.csv", &data);
+        let toml = write(
+            dir.path(),
+            "d.toml",
+            &format!(
+                "input = \"{csv}\"\nsensitive = \"s\"\n[[qi]]\nname = \"v\"\nhierarchy = {{ type = \"date\", levels = [\"month\", \"year\"] }}\n"
+            ),
+        );
+        let out = dir.path().join("o.csv");
+        let err = fails(&[
+            "anonymize",
+            &toml,
+            "--node",
+            "1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            err.contains(bad) && err.contains(&format!("row {row}")) && err.contains("not a date"),
+            "{bad}: {err}"
+        );
+        assert!(!out.exists());
+    }
+}
+
 /// A Parquet release declares the input's types for the columns it keeps: pbg read a Parquet
 /// input with DataFusion's default format, which reads text of any width as `Utf8View`, and the
 /// release declared that, so readers got `string_view` for `string` and `large_string` columns

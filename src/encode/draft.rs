@@ -87,18 +87,7 @@ impl DraftKind {
     /// The kind the values suggest: dates, then fixed-width codes, then numbers, else text.
     pub fn of(values: &[(String, u64)]) -> Self {
         let all = |f: &dyn Fn(&str) -> bool| values.iter().all(|(v, _)| f(v));
-        let date = |v: &str| {
-            let b = v.as_bytes();
-            b.len() >= 10
-                && b[4] == b'-'
-                && b[7] == b'-'
-                && b[..4]
-                    .iter()
-                    .chain(&b[5..7])
-                    .chain(&b[8..10])
-                    .all(u8::is_ascii_digit)
-        };
-        if !values.is_empty() && all(&date) {
+        if !values.is_empty() && all(&crate::encode::hierarchy::date::is_date) {
             return DraftKind::Date;
         }
         let width = values.first().map_or(0, |(v, _)| v.len());

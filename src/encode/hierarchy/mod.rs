@@ -5,7 +5,7 @@
 //! rectangular, at least two levels, unique leaves, nested, a single top group.
 
 mod arx;
-mod date;
+pub(crate) mod date;
 mod generalize;
 mod interval;
 mod mask;
