@@ -52,7 +52,7 @@ pub(super) fn build(
             )));
         }
     }
-    let mut leaves: Vec<(f64, &str)> = Vec::with_capacity(values.len());
+    let mut leaves: Vec<(f64, &str, usize)> = Vec::with_capacity(values.len());
     for (text, row) in values {
         let v: f64 = text
             .trim()
@@ -65,7 +65,7 @@ pub(super) fn build(
                 row: *row,
                 source_name: "interval hierarchy: the value is not a finite number".into(),
             })?;
-        leaves.push((v, text));
+        leaves.push((v, text, *row));
     }
     leaves.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (min, max) = (leaves[0].0, leaves[leaves.len() - 1].0);
@@ -78,8 +78,11 @@ pub(super) fn build(
     // Leaves ascend, so a level's bin changes only between neighbours: each bin's label is
     // formatted, and its bounds recorded, once.
     let mut last: Vec<Option<f64>> = vec![None; n_levels];
-    for &(v, text) in &leaves {
+    for &(v, text, row) in &leaves {
         names.push(text.to_string());
+        // The value as written, exactly: the bins are found in floating point, where
+        // `9.99999999999999999` is 10 and 2^53 + 1 is 2^53; each label is checked to hold it.
+        let exact = Decimal::parse(text.trim());
         bounds[0].push((v, v));
         for l in 0..n_levels {
             // The bin's lower bound identifies it (cut levels: the cut below, or -inf).
@@ -109,6 +112,18 @@ pub(super) fn build(
                 bounds[l + 1].push((lo, hi));
                 last[l] = Some(key);
             }
+            let label = &level.labels[level.labels.len() - 1];
+            if !exact.as_ref().is_some_and(|x| x.within(label)) {
+                return Err(PbgError::ValueNotInHierarchy {
+                    column: column.to_string(),
+                    value: text.to_string(),
+                    row,
+                    source_name: format!(
+                        "interval hierarchy: the value is not inside its interval `{label}` as written (pbg finds intervals in 64-bit floating point, which reads it as {}); round the value, or use wider intervals for values this large",
+                        num(v)
+                    ),
+                });
+            }
             level.group_of_leaf.push(level.labels.len() as u32 - 1);
         }
     }
@@ -117,4 +132,170 @@ pub(super) fn build(
     top.group_of_leaf = vec![0; leaves.len()];
     bounds[n_levels + 1].push((min, max));
     Hierarchy::from_levels(column, source, names, above, LossModel::Range(&bounds))
+}
+
+/// A finite decimal number read exactly from its text: `digits` (no leading or trailing zeros;
+/// none for zero) times ten to `exponent`, negative or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Decimal {
+    negative: bool,
+    digits: Vec<u8>,
+    exponent: i64,
+}
+
+impl Decimal {
+    /// `[+-]digits[.digits][e[+-]digits]` (or `.digits`), as Rust reads numbers; else `None`.
+    fn parse(text: &str) -> Option<Decimal> {
+        let (negative, rest) = match text.as_bytes().first()? {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (mantissa, exponent) = match rest.find(['e', 'E']) {
+            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+            None => (rest, 0),
+        };
+        let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if whole.is_empty() && fraction.is_empty()
+            || !whole
+                .bytes()
+                .chain(fraction.bytes())
+                .all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let mut digits: Vec<u8> = whole
+            .bytes()
+            .chain(fraction.bytes())
+            .map(|b| b - b'0')
+            .collect();
+        let mut exponent = exponent.checked_sub(fraction.len() as i64)?;
+        while digits.last() == Some(&0) {
+            digits.pop();
+            exponent += 1;
+        }
+        let leading = digits.iter().take_while(|&&d| d == 0).count();
+        digits.drain(..leading);
+        Some(Decimal {
+            negative: negative && !digits.is_empty(),
+            digits,
+            exponent,
+        })
+    }
+
+    /// Compares two decimals exactly.
+    fn cmp(&self, other: &Decimal) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let sign = |d: &Decimal| match (d.digits.is_empty(), d.negative) {
+            (true, _) => 0,
+            (false, true) => -1,
+            (false, false) => 1,
+        };
+        match sign(self).cmp(&sign(other)) {
+            Ordering::Equal if sign(self) == 0 => return Ordering::Equal,
+            Ordering::Equal => {}
+            unequal => return unequal,
+        }
+        // Magnitudes: the place of the first digit, then the digits.
+        let top = |d: &Decimal| d.digits.len() as i64 + d.exponent;
+        let magnitude = top(self).cmp(&top(other)).then_with(|| {
+            let n = self.digits.len().max(other.digits.len());
+            let digit = |d: &Decimal, i: usize| d.digits.get(i).copied().unwrap_or(0);
+            (0..n)
+                .map(|i| digit(self, i).cmp(&digit(other, i)))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        });
+        if self.negative {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+
+    /// Whether the number lies inside an interval label as pbg writes them: `[a,b)`, `<b`,
+    /// `>=a`, or `*`.
+    fn within(&self, label: &str) -> bool {
+        use std::cmp::Ordering::Less;
+        let bound = |t: &str| Decimal::parse(t);
+        if label == "*" {
+            return true;
+        }
+        if let Some(b) = label.strip_prefix('<') {
+            return bound(b).is_some_and(|b| self.cmp(&b) == Less);
+        }
+        if let Some(a) = label.strip_prefix(">=") {
+            return bound(a).is_some_and(|a| self.cmp(&a) != Less);
+        }
+        let Some((a, b)) = label
+            .strip_prefix('[')
+            .and_then(|l| l.strip_suffix(')'))
+            .and_then(|l| l.split_once(','))
+        else {
+            return false;
+        };
+        match (bound(a), bound(b)) {
+            (Some(a), Some(b)) => self.cmp(&a) != Less && self.cmp(&b) == Less,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Values read exactly land inside their labels; values that floating point moves across a
+    /// bound (just below it, or integers past 2^53 whose interval of width 1 rounds empty) do
+    /// not, and are refused.
+    #[test]
+    fn labels_hold_their_values_as_written() {
+        let build1 = |values: &[&str], widths: &[f64]| {
+            let values: Vec<(String, usize)> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.to_string(), i + 1))
+                .collect();
+            build("v", &values, widths, 0.0, &[])
+        };
+        assert!(
+            build1(
+                &["0.1", "9.5", "10", "-0.5", "1e1", "+3", ".5"],
+                &[10.0, 100.0]
+            )
+            .is_ok()
+        );
+        for (values, widths, bad) in [
+            (
+                &["5", "9.99999999999999999"][..],
+                &[10.0, 100.0][..],
+                "9.99999999999999999",
+            ),
+            (
+                &["9007199254740992", "9007199254740993"][..],
+                &[1.0][..],
+                "9007199254740992",
+            ),
+            (&["-1e-400", "3"][..], &[10.0][..], "-1e-400"),
+        ] {
+            let e = build1(values, widths).unwrap_err().to_string();
+            assert!(
+                e.contains(bad) && e.contains("not inside its interval"),
+                "{e}"
+            );
+        }
+    }
+
+    proptest! {
+        /// Exact comparison agrees with the comparison of 64-bit floats wherever floats are
+        /// exact (small integers scaled by powers of ten up to 10^-3).
+        #[test]
+        fn decimal_order_is_the_numbers_order(a in -5000i64..5000, b in -5000i64..5000, sa in 0u32..4, sb in 0u32..4) {
+            let text = |v: i64, s: u32| format!("{}", v as f64 / 10f64.powi(s as i32));
+            let (x, y) = (Decimal::parse(&text(a, sa)).unwrap(), Decimal::parse(&text(b, sb)).unwrap());
+            let (fx, fy) = (a as f64 / 10f64.powi(sa as i32), b as f64 / 10f64.powi(sb as i32));
+            prop_assert_eq!(x.cmp(&y), fx.partial_cmp(&fy).unwrap());
+        }
+    }
 }
