@@ -438,11 +438,14 @@ pub async fn draft(
         if facts.iter().any(|f| f.name == name) {
             Ok(())
         } else {
-            Err(PbgError::unknown_column(
-                input.as_path(),
-                format!("{name} ({what})"),
-                name,
-                facts.iter().map(|f| f.name.as_str()),
+            let names: Vec<&str> = facts.iter().map(|f| f.name.as_str()).collect();
+            Err(PbgError::argument(
+                what,
+                format!(
+                    "{}: no column `{name}` (the columns are: {})",
+                    input.as_path().display(),
+                    crate::error::column_list(name, &names)
+                ),
             ))
         }
     };
