@@ -2089,6 +2089,32 @@ fn an_empty_label_in_an_inline_hierarchy_is_refused() {
     );
 }
 
+/// A named pipe as input is refused up front: pbg reads its input more than once, and the
+/// first pass took the pipe's bytes (the next reported "the table is empty").
+#[test]
+fn a_named_pipe_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("p.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = dir.path().join("o.csv");
+    let err = fails(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--input",
+        pipe.to_str().unwrap(),
+        "--node",
+        "1,1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(!out.exists());
+}
+
 /// A date hierarchy refuses a value that is not a day of the calendar, naming it and its row:
 /// the shape of its first ten characters passed `2020-13-01` and `2020-99-99 SSN …`, released
 /// as the month labels `2020-13` and `2020-99` (found by an attack round).

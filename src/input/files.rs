@@ -136,6 +136,14 @@ pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
         return Ok(of_ext(ext.as_deref()));
     }
     let meta = std::fs::metadata(path).map_err(|e| PbgError::io(path, e))?;
+    if !meta.is_dir() && !meta.is_file() {
+        // A named pipe (or a device) gives its bytes once; the first pass took them all, and
+        // the next found "the table is empty".
+        return Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: "it is not a regular file (a named pipe or a device): pbg reads its input more than once (statistics, release, verification); write the rows to a file first".into(),
+        });
+    }
     if !meta.is_dir() {
         return Ok(of_ext(raw_ext(path).as_deref()));
     }
