@@ -2089,6 +2089,35 @@ fn an_empty_label_in_an_inline_hierarchy_is_refused() {
     );
 }
 
+/// A column passed through raw whose name differs from a QI's only by case or spaces (`ZIP`
+/// beside the QI `zip`) is named in a note on stderr: most likely the same attribute, released
+/// raw. The release itself goes on (only exact names are roles).
+#[test]
+fn look_alike_columns_of_a_qi_are_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,ZIP,disease\n13053,13053,flu\n13068,13068,cold\n13053,13053,cold\n13068,13068,flu\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let out = dir.path().join("o.csv");
+    let run = pbg(&[
+        "anonymize",
+        &p,
+        "--node",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("column `ZIP` is released as it is") && err.contains("QI `zip`"),
+        "{err}"
+    );
+}
+
 /// A named pipe as input is refused up front: pbg reads its input more than once, and the
 /// first pass took the pipe's bytes (the next reported "the table is empty").
 #[test]

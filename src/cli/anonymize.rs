@@ -154,6 +154,9 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
     let stages = super::progress::Stages::new("anonymize");
     // What the page needs from the engine, while it holds the statistics.
     let gather = |ev: &pbg::Evaluator, node: &pbg::Node| {
+        for note in pbg::release::look_alike_columns(ev.dataset()) {
+            eprintln!("pbg: note: {note}");
+        }
         if a.report.is_some() {
             *facts.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(super::report::facts(ev, node)?);

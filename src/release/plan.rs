@@ -61,6 +61,39 @@ pub fn suppression(
     }))
 }
 
+/// Notes on columns a release passes through unchanged whose names differ from a QI's or an
+/// identifier's only by case or surrounding spaces (`ZIP` beside the QI `zip`): most likely the
+/// same attribute twice, released raw. Only exact names are roles, so these are not refused.
+pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
+    let norm = |n: &str| n.trim().to_lowercase();
+    let roles: Vec<(&str, &str)> = ds
+        .qis
+        .iter()
+        .map(|q| (q.name.as_str(), "QI"))
+        .chain(
+            ds.identifiers
+                .iter()
+                .map(|&i| (ds.schema.field(i).name().as_str(), "identifier")),
+        )
+        .collect();
+    ds.schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| roles.iter().all(|(r, _)| r != n) && *n != ds.sensitive.name)
+        .filter_map(|n| {
+            roles
+                .iter()
+                .find(|(r, _)| norm(r) == norm(n))
+                .map(|(r, role)| {
+                    format!(
+                        "column `{n}` is released as it is, but its name differs from {role} `{r}` only by case or spaces: if it holds the same attribute, declare it (or drop it) in the profile"
+                    )
+                })
+        })
+        .collect()
+}
+
 /// The release of `node` over `df` (the profile's input, opened afresh): the plan, unexecuted.
 /// `ev` holds the statistics of that input.
 pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataFrame> {
