@@ -2190,11 +2190,14 @@ fn a_date_hierarchy_refuses_what_is_not_a_day() {
 /// (found by an attack round). pbg's sessions read text as the file declares it.
 #[test]
 fn a_parquet_release_declares_the_input_types() {
-    use arrow::array::{ArrayRef, Date32Array, Int64Array, LargeStringArray, StringArray};
+    use arrow::array::{
+        ArrayRef, Date32Array, Date64Array, Int64Array, LargeStringArray, StringArray,
+    };
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.parquet");
     let text = |v: &[&str]| Arc::new(StringArray::from(v.to_vec())) as ArrayRef;
+    let days = Arc::new(Date64Array::from(vec![0, 86_400_000, 0, 86_400_000])) as ArrayRef;
     parquet(
         &input,
         vec![
@@ -2213,11 +2216,12 @@ fn a_parquet_release_declares_the_input_types() {
                 "n",
                 Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef,
             ),
+            ("d64", days),
         ],
     );
     let p = profile(dir.path(), input.to_str().unwrap(), false, "");
     let out = dir.path().join("r.parquet");
-    let r = pbg_json(&[
+    let run = pbg(&[
         "anonymize",
         &p,
         "--node",
@@ -2225,10 +2229,16 @@ fn a_parquet_release_declares_the_input_types() {
         "--output",
         out.to_str().unwrap(),
     ]);
+    assert!(run.status.success(), "{run:?}");
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(r["verified"], true);
+    // A Date64 is kept, and named: Parquet stores it as plain integers for other readers.
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("column `d64` is a Date64"), "{err}");
+    assert!(!err.contains("column `d` is"), "{err}");
     let released = read_parquet(&out);
     let input = read_parquet(&input);
-    for name in ["disease", "t", "lt", "d", "n"] {
+    for name in ["disease", "t", "lt", "d", "n", "d64"] {
         assert_eq!(
             released.schema().field_with_name(name).unwrap().data_type(),
             input.schema().field_with_name(name).unwrap().data_type(),

@@ -157,6 +157,16 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         for note in pbg::release::look_alike_columns(ev.dataset()) {
             eprintln!("pbg: note: {note}");
         }
+        if release
+            && matches!(
+                pbg::io::OutputFormat::of(&a.output),
+                Ok(pbg::io::OutputFormat::Parquet)
+            )
+        {
+            for note in pbg::release::parquet_caveats(ev.dataset()) {
+                eprintln!("pbg: note: {note}");
+            }
+        }
         if a.report.is_some() {
             *facts.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(super::report::facts(ev, node)?);

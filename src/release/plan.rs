@@ -94,6 +94,30 @@ pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
         .collect()
 }
 
+/// Notes on columns a Parquet release keeps that other readers will not read as pbg writes
+/// them: `Date64`, which Parquet stores as plain 64-bit integers (arrow-rs writes no date type
+/// for it, and DataFusion's writer does not ask it to coerce), so that pyarrow, Spark or DuckDB
+/// read integers where DataFusion reads dates (pyarrow writes its `date64` as a Parquet date,
+/// which DataFusion then reads as `Date64`).
+pub fn parquet_caveats(ds: &crate::encode::Dataset) -> Vec<String> {
+    ds.schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            !ds.identifiers.contains(i)
+                && !ds.qis.iter().any(|q| q.name == *f.name())
+                && *f.data_type() == datafusion::arrow::datatypes::DataType::Date64
+        })
+        .map(|(_, f)| {
+            format!(
+                "column `{}` is a Date64, which the Parquet release stores as plain 64-bit integers (milliseconds): DataFusion and Arrow's Rust reader read dates, but pyarrow, Spark or DuckDB read integers; a CSV release keeps its text",
+                f.name()
+            )
+        })
+        .collect()
+}
+
 /// The release of `node` over `df` (the profile's input, opened afresh): the plan, unexecuted.
 /// `ev` holds the statistics of that input.
 pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataFrame> {
