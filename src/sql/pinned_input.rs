@@ -60,6 +60,10 @@ pub(super) struct PinnedInput {
     sources: Vec<Source>,
     /// The session's [`READ_SETTINGS`] when pinned.
     settings: Vec<(String, Option<String>)>,
+    /// Whether an operator above the scan in the input's plan, or in the table's own (a
+    /// view's), may use the order its scans declare: an aggregate, join, `DISTINCT` or window
+    /// ([`super::steady_input::uses_row_order`]).
+    uses_order: bool,
 }
 
 impl PinnedInput {
@@ -71,6 +75,7 @@ impl PinnedInput {
         function: &'static str,
         table: String,
         inner: Arc<dyn TableProvider>,
+        uses_order: bool,
     ) -> Result<Option<PinnedInput>> {
         let Sources {
             sources,
@@ -84,6 +89,11 @@ impl PinnedInput {
         Ok(match sources.is_empty() {
             true => None,
             false => Some(PinnedInput {
+                uses_order: uses_order
+                    || match inner.get_logical_plan() {
+                        Some(plan) => super::steady_input::uses_row_order(&plan)?,
+                        None => false,
+                    },
                 inner,
                 function,
                 table,
@@ -145,6 +155,27 @@ impl PinnedInput {
     /// Fails unless every file `plan` reads is one pinned, as it was (name, size, modification
     /// time): the scan lists the files again after [`PinnedInput::check`], and a file added or
     /// rewritten in between would be read without having been counted.
+    /// Refuses a plan whose file or memory scans declare an order (`WITH ORDER`, Parquet
+    /// sorting columns, a memory table's sort order) under an operator of the table's own plan
+    /// that may use it: DataFusion trusts the order without checking it, and over rows not in
+    /// it a `GROUP BY` ran as a sorted aggregate whose groups depended on the session's
+    /// partitions (a `SET` between the statistics and the release released classes of one).
+    fn check_order_trusted(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
+        fn declared(plan: &Arc<dyn ExecutionPlan>) -> bool {
+            use datafusion::physical_plan::ExecutionPlanProperties;
+            (plan.children().is_empty() && plan.output_ordering().is_some())
+                || plan.children().into_iter().any(declared)
+        }
+        if self.uses_order && declared(plan) {
+            return plan_err!(
+                "{}: its input ({}) reads a table whose rows declare an order (WITH ORDER, or the sorting columns of its Parquet files) that DataFusion trusts without checking, under an aggregate, join, DISTINCT or window function: if the rows are not in that order, the input's rows change with the session's partitions and batch size, which may differ between the statistics and the release. Declare the table without the order (or write its files without sorting metadata), or store the rows first (CREATE TABLE ... AS SELECT ...)",
+                self.function,
+                self.table
+            );
+        }
+        Ok(())
+    }
+
     fn check_files_read(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
         let pinned: HashSet<(&str, u64, i64)> = self
             .sources
@@ -180,6 +211,7 @@ pub(super) fn pin_scans(
     df: DataFrame,
 ) -> Result<DataFrame> {
     let state = ctx.state();
+    let uses_order = super::steady_input::uses_row_order(df.logical_plan())?;
     let pinned = df
         .logical_plan()
         .clone()
@@ -188,7 +220,7 @@ pub(super) fn pin_scans(
                 return Ok(Transformed::no(node));
             };
             let provider = source_as_provider(&scan.source)?;
-            let pin = PinnedInput::pin(&state, function, table.to_string(), provider);
+            let pin = PinnedInput::pin(&state, function, table.to_string(), provider, uses_order);
             let pinned =
                 crate::input::block_on(pin).map_err(|e| super::table::plan(function, e))??;
             match pinned {
@@ -562,6 +594,7 @@ impl TableProvider for PinnedInput {
         self.check(state).await?;
         let plan = self.inner.scan(state, projection, filters, limit).await?;
         self.check_files_read(&plan)?;
+        self.check_order_trusted(&plan)?;
         Ok(plan)
     }
 
@@ -573,6 +606,7 @@ impl TableProvider for PinnedInput {
         self.check(state).await?;
         let scan = self.inner.scan_with_args(state, args).await?;
         self.check_files_read(scan.plan())?;
+        self.check_order_trusted(scan.plan())?;
         Ok(scan)
     }
 
@@ -614,7 +648,7 @@ mod tests {
             };
             let provider = source_as_provider(&scan.source).unwrap();
             let state = ctx.state();
-            let pin = PinnedInput::pin(&state, "t", "t".into(), provider)
+            let pin = PinnedInput::pin(&state, "t", "t".into(), provider, false)
                 .await
                 .unwrap()
                 .unwrap();

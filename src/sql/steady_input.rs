@@ -16,14 +16,6 @@ use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Volatility};
 /// again between queries) each gave another table the second time, and a class below the
 /// requirements was released.
 pub(super) fn unsteady_input(plan: &LogicalPlan) -> Result<Option<String>> {
-    Ok(match unsteady_rows(plan)? {
-        Some(why) => Some(why),
-        None => trusted_order(plan)?,
-    })
-}
-
-/// [`unsteady_input`] but for declared orders.
-fn unsteady_rows(plan: &LogicalPlan) -> Result<Option<String>> {
     let mut found: Option<String> = None;
     plan.apply_with_subqueries(|node| {
         found = unsteady_node(node)?;
@@ -81,71 +73,61 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
             .ok()
             .and_then(|p| p.get_logical_plan().map(|plan| plan.into_owned()))
         {
-            Some(plan) => unsteady_rows(&plan)?,
+            Some(plan) => unsteady_input(&plan)?,
             None => None,
         },
         _ => None,
     })
 }
 
-/// Why an input that scans a table declaring an order (`CREATE EXTERNAL TABLE … WITH ORDER`, a
-/// memory table's sort order) may differ between queries: DataFusion trusts the order without
-/// checking it, and an aggregate, join, `DISTINCT` or window above the scan may then run as a
-/// streaming one whose output depends on how rows are split into partitions and batches
-/// (settings a `SET` changes between queries). Over a file not in its declared order, a
-/// `GROUP BY` gave each key once with two partitions and several times with one: the statistics
-/// counted classes of two and the release held classes of one.
-fn trusted_order(plan: &LogicalPlan) -> Result<Option<String>> {
-    let (mut ordered, mut uses_order) = (None, false);
-    declared_orders(plan, &mut ordered, &mut uses_order)?;
-    Ok(match (ordered, uses_order) {
-        (Some(table), true) => Some(format!(
-            "reads table `{table}`, which declares an order (WITH ORDER) that DataFusion trusts without checking, under an aggregate, join, DISTINCT or window function: if its rows are not in that order, the rows of the input change with the session's partitions and batch size, which may differ between queries. Declare the table without the order, or store the rows first"
-        )),
-        _ => None,
-    })
-}
-
-/// The first table of `plan` (through its views) that declares an order, into `ordered`, and
-/// whether an operator that may use an order is there, into `uses_order`.
-fn declared_orders(
-    plan: &LogicalPlan,
-    ordered: &mut Option<String>,
-    uses_order: &mut bool,
-) -> Result<()> {
+/// Whether `plan` (through the views it scans) holds an operator that may use an order its
+/// scans declare: an aggregate, `DISTINCT`, join or window function. Such an order (`WITH
+/// ORDER`, Parquet sorting columns) is trusted unchecked, so the pin refuses scans declaring
+/// one below these ([`super::pinned_input`]).
+pub(super) fn uses_row_order(plan: &LogicalPlan) -> Result<bool> {
+    let mut uses = false;
     plan.apply_with_subqueries(|node| {
         match node {
             LogicalPlan::Aggregate(_)
             | LogicalPlan::Distinct(_)
             | LogicalPlan::Join(_)
-            | LogicalPlan::Window(_) => *uses_order = true,
+            | LogicalPlan::Window(_) => uses = true,
+            // `IN (SELECT …)`, `EXISTS` and scalar subqueries become joins when optimized.
+            _ if has_subquery(node)? => uses = true,
             LogicalPlan::TableScan(scan) => {
-                let Ok(provider) = source_as_provider(&scan.source) else {
-                    return Ok(TreeNodeRecursion::Continue);
-                };
-                if let Some(view) = provider.get_logical_plan() {
-                    declared_orders(&view, ordered, uses_order)?;
-                } else if declares_order(provider.as_ref()) && ordered.is_none() {
-                    *ordered = Some(scan.table_name.to_string());
+                if let Some(view) = source_as_provider(&scan.source)
+                    .ok()
+                    .and_then(|p| p.get_logical_plan().map(|v| v.into_owned()))
+                {
+                    uses |= uses_row_order(&view)?;
                 }
             }
             _ => {}
         }
-        Ok(TreeNodeRecursion::Continue)
+        Ok(match uses {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
     })?;
-    Ok(())
+    Ok(uses)
 }
 
-/// Whether a table declares the order of its rows to DataFusion.
-fn declares_order(table: &dyn datafusion::catalog::TableProvider) -> bool {
-    let any = table as &dyn std::any::Any;
-    if let Some(listing) = any.downcast_ref::<datafusion::datasource::listing::ListingTable>() {
-        return !listing.options().file_sort_order.is_empty();
-    }
-    if let Some(memory) = any.downcast_ref::<datafusion::datasource::MemTable>() {
-        return !memory.sort_order.lock().is_empty();
-    }
-    false
+/// Whether a node's expressions hold a subquery.
+fn has_subquery(node: &LogicalPlan) -> Result<bool> {
+    let mut found = false;
+    node.apply_expressions(|e| {
+        found |= e.exists(|e| {
+            Ok(matches!(
+                e,
+                Expr::InSubquery(_) | Expr::Exists(_) | Expr::ScalarSubquery(_)
+            ))
+        })?;
+        Ok(match found {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
+    })?;
+    Ok(found)
 }
 
 /// `e` without its aliases.
