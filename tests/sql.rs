@@ -558,7 +558,11 @@ async fn copy_reaches_no_input_through_missing_directories_or_partitions() {
     .unwrap();
     run(declare("q", "table = \"lake\"")).await.unwrap();
     let d = dir.path().display();
+    std::os::unix::fs::symlink(dir.path().join("in"), dir.path().join("link")).unwrap();
     for sql in [
+        format!(
+            "COPY (SELECT * FROM pbg_anonymize('p', '1,1')) TO '{d}/nope/../link/t.csv' STORED AS CSV"
+        ),
         format!(
             "COPY (SELECT * FROM pbg_anonymize('p', '1,1')) TO '{d}/nope/../in/t.csv' STORED AS CSV"
         ),

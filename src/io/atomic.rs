@@ -241,42 +241,68 @@ impl Drop for AtomicFile {
 /// Whether two paths name the same file, also through `./`, `..` or symbolic links (either may
 /// not exist yet).
 pub fn same_path(a: &Path, b: &Path) -> bool {
-    resolved(a) == resolved(b)
+    let b = resolutions(b);
+    resolutions(a).iter().any(|place| b.contains(place))
 }
 
-/// The absolute, symlink-free form of a path that may not exist yet: its deepest existing
-/// ancestor resolved (symlinks and all), the rest, which does not exist and so holds no link,
-/// taken lexically (`.` dropped, `..` the parent). A writer that creates missing directories (as
-/// DataFusion's COPY does) goes through `nope/..` to where this says: with only the parent
-/// resolved, `nope/../in.csv` was taken as written and passed for another file than the input.
-fn resolved(path: &Path) -> PathBuf {
-    if let Ok(p) = path.canonicalize() {
-        return p;
-    }
+/// The places a path that may not exist yet can lead a writer to, absolute and symlink-free:
+/// walked as the system walks it (each existing step resolved, so `link/..` is the parent of the
+/// link's target), and with its `..` first taken lexically, as DataFusion's `COPY` takes them
+/// (`nope/../link/a.csv` is `link/a.csv` there, though `nope` does not exist). Comparing the path
+/// as written, or resolving only its existing ancestor and taking the rest as written, let
+/// `nope/../in.csv` and `nope/../link/in.csv` pass for other files than the input.
+fn resolutions(path: &Path) -> Vec<PathBuf> {
+    use std::path::Component;
     let absolute = match path.is_absolute() {
         true => path.to_path_buf(),
         false => std::env::current_dir()
             .map(|d| d.join(path))
             .unwrap_or_else(|_| path.to_path_buf()),
     };
-    let parts: Vec<std::path::Component<'_>> = absolute.components().collect();
-    for existing in (1..parts.len()).rev() {
-        let ancestor: PathBuf = parts[..existing].iter().collect();
-        let Ok(mut out) = ancestor.canonicalize() else {
-            continue;
-        };
-        for part in &parts[existing..] {
-            match part {
-                std::path::Component::ParentDir => {
-                    out.pop();
+    let mut lexical = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    let mut places = vec![walked(&absolute)];
+    let other = walked(&lexical);
+    if !places.contains(&other) {
+        places.push(other);
+    }
+    places
+}
+
+/// `path` (absolute) walked step by step as the system walks it: each step that exists is
+/// resolved (symlinks followed), `..` goes to the parent of where the walk stands, and steps
+/// that do not exist are kept as named.
+fn walked(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => {
+                out.push(other);
+                if let Ok(real) = out.canonicalize() {
+                    out = real;
                 }
-                std::path::Component::Normal(name) => out.push(name),
-                _ => {}
             }
         }
-        return out;
     }
-    absolute
+    out
+}
+
+/// [`resolutions`]' first place: where the system's own walk of the path leads.
+fn resolved(path: &Path) -> PathBuf {
+    walked(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
 /// Refuses, before anything is read, an output that would replace or land inside an input: the
@@ -286,7 +312,6 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
     let Some(source) = input.path() else {
         return Ok(());
     };
-    let out = resolved(output);
     let refuse = |why: &str| {
         Err(PbgError::argument(
             "output",
@@ -297,6 +322,18 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
             ),
         ))
     };
+    // Every place the output may lead a writer to.
+    for out in resolutions(output) {
+        if let Some(why) = lands_in(&out, output, source) {
+            return refuse(why);
+        }
+    }
+    Ok(())
+}
+
+/// Why a write to `out` (a place `output` leads to) would replace or land inside the input at
+/// `source`, if it would.
+fn lands_in(out: &Path, output: &Path, source: &Path) -> Option<&'static str> {
     // (An existing path holding glob characters is read as that path, not as a glob.)
     if crate::input::is_glob(source) {
         // DataFusion matches a glob's file names under the directory before its first glob
@@ -316,20 +353,17 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
         // join the next read).
         let directory_target =
             output.to_string_lossy().ends_with('/') || out.is_dir() || out.extension().is_none();
-        if out.starts_with(resolved(&base))
-            && (glob_match(&name_pattern, &name) || directory_target)
-        {
-            return refuse("matches the input pattern or lies under its directory");
-        }
-        return Ok(());
+        return (out.starts_with(resolved(&base))
+            && (glob_match(&name_pattern, &name) || directory_target))
+            .then_some("matches the input pattern or lies under its directory");
     }
     let src = resolved(source);
     if out == src {
-        return refuse("is the input");
+        return Some("is the input");
     }
     if src.is_dir() {
         if out.starts_with(&src) {
-            return refuse("is inside the input directory");
+            return Some("is inside the input directory");
         }
         // Symlinks inside the directory reach files and folders elsewhere: protect those too.
         let mut reached = Vec::new();
@@ -338,10 +372,10 @@ pub fn refuse_overwrite(output: &Path, input: &crate::input::Input) -> Result<()
             .iter()
             .any(|t| out == *t || (t.is_dir() && out.starts_with(t)))
         {
-            return refuse("is reached through a symbolic link inside the input directory");
+            return Some("is reached through a symbolic link inside the input directory");
         }
     }
-    Ok(())
+    None
 }
 
 /// Refuses a directory `output` that a partitioned write (`COPY … PARTITIONED BY`) fills with
@@ -359,7 +393,11 @@ pub fn refuse_partitioned_over(output: &Path, input: &crate::input::Input) -> Re
         false if source.is_dir() => source.to_path_buf(),
         false => return Ok(()),
     };
-    if resolved(&listed).starts_with(resolved(output)) {
+    let listed = resolved(&listed);
+    if resolutions(output)
+        .iter()
+        .any(|out| listed.starts_with(out))
+    {
         return Err(PbgError::argument(
             "output",
             format!(
@@ -490,6 +528,22 @@ mod tests {
             let e = refuse_overwrite(&out, &folder).unwrap_err().to_string();
             assert!(e.contains("inside the input directory"), "{spelled}: {e}");
         }
+        // Through a symbolic link to the input's directory, after a directory that does not
+        // exist: DataFusion takes the `..` lexically and writes through the link.
+        std::os::unix::fs::symlink(dir.join("in"), dir.join("link")).unwrap();
+        for spelled in ["nope/../link/a.csv", "link/nope/../a.csv"] {
+            let e = refuse_overwrite(&dir.join(spelled), &file)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("is the input"), "{spelled}: {e}");
+        }
+        let e = refuse_overwrite(&dir.join("nope/../link/b.csv"), &folder)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("inside the input directory"), "{e}");
+        assert!(refuse_partitioned_over(&dir.join("nope/../link/"), &folder).is_err());
+        assert!(refuse_partitioned_over(&dir.join("nope/../"), &folder).is_err());
+        assert!(refuse_partitioned_over(&dir.join("out/"), &folder).is_ok());
         assert!(refuse_overwrite(&dir.join("nope/../in/b.csv"), &file).is_ok());
         assert!(refuse_overwrite(&dir.join("nope/../out/a.csv"), &folder).is_ok());
         assert_eq!(

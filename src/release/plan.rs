@@ -62,10 +62,18 @@ pub fn suppression(
 }
 
 /// Notes on columns a release passes through unchanged whose names differ from a QI's or an
-/// identifier's only by case or surrounding spaces (`ZIP` beside the QI `zip`): most likely the
-/// same attribute twice, released raw. Only exact names are roles, so these are not refused.
+/// identifier's only by case, spaces or invisible characters (`ZIP`, `z ip` or `zi\u{200B}p`
+/// beside the QI `zip`): most likely the same attribute twice, released raw. Only exact names
+/// are roles, so these are not refused.
 pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
-    let norm = |n: &str| n.trim().to_lowercase();
+    // Zero-width spaces and joiners, word joiners, the byte-order mark, the soft hyphen.
+    let invisible = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}');
+    let norm = |n: &str| -> String {
+        n.chars()
+            .filter(|&c| !c.is_whitespace() && !invisible(c))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
     let roles: Vec<(&str, &str)> = ds
         .qis
         .iter()
@@ -87,7 +95,7 @@ pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
                 .find(|(r, _)| norm(r) == norm(n))
                 .map(|(r, role)| {
                     format!(
-                        "column `{n}` is released as it is, but its name differs from {role} `{r}` only by case or spaces: if it holds the same attribute, declare it (or drop it) in the profile"
+                        "column `{n}` is released as it is, but its name differs from {role} `{r}` only by case, spaces or invisible characters: if it holds the same attribute, declare it (or drop it) in the profile"
                     )
                 })
         })

@@ -325,6 +325,7 @@ async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> R
                 .listing_table_ignore_subdirectory;
             let mut files = Vec::new();
             for url in listing.table_paths() {
+                refuse_special_file(url)?;
                 let store = state.runtime_env().object_store(url.object_store())?;
                 let metas = files_now(url, store.as_ref(), ext, below).await?;
                 if cache_differs.is_none() {
@@ -363,6 +364,25 @@ async fn sources_of(state: &dyn Session, provider: &Arc<dyn TableProvider>) -> R
         sources,
         cache_differs,
     })
+}
+
+/// Refuses a local table path that is a named pipe or a device: its bytes come once (and
+/// opening a pipe waits for a writer), so the statistics and the release would read different
+/// rows, or the query would hang.
+fn refuse_special_file(url: &ListingTableUrl) -> Result<()> {
+    if url.scheme() != "file" || url.is_collection() {
+        return Ok(());
+    }
+    let Ok(path) = url.get_url().to_file_path() else {
+        return Ok(());
+    };
+    match std::fs::metadata(&path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => plan_err!(
+            "{} is not a regular file (a named pipe or a device): pbg reads a table more than once (statistics, release); write the rows to a file first",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// What a table's rows are made of, and whether the session's list-files cache disagrees.
@@ -625,6 +645,26 @@ impl TableProvider for PinnedInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table path that is a named pipe is refused before it is opened (opening one waits for
+    /// a writer); a file and a directory are not.
+    #[test]
+    fn a_named_pipe_table_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("p.csv");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let url = |p: &std::path::Path| ListingTableUrl::parse(p.to_str().unwrap()).unwrap();
+        let e = refuse_special_file(&url(&pipe)).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let file = dir.path().join("a.csv");
+        std::fs::write(&file, "a\n1\n").unwrap();
+        assert!(refuse_special_file(&url(&file)).is_ok());
+        assert!(refuse_special_file(&url(dir.path())).is_ok());
+    }
 
     /// The files a scan reads are found in its plan (pbg's CSV scan and DataFusion's Parquet
     /// scan), named as the pin names them, so that a file the pin lacks is caught.
