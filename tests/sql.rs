@@ -582,6 +582,46 @@ async fn copy_reaches_no_input_through_missing_directories_or_partitions() {
         let e = run(sql.clone()).await.unwrap_err().to_string();
         assert!(e.contains("never writes"), "{sql}: {e}");
     }
+    // INSERT INTO a table over the input's directory (or a link to it) of release rows: the
+    // new file would join the input. Raw rows inserted there are the table's own business.
+    std::os::unix::fs::symlink(&lake, dir.path().join("lakelink")).unwrap();
+    for (table, location) in [("o", "lake/s=x/"), ("ol", "lakelink/")] {
+        run(format!(
+            "CREATE EXTERNAL TABLE {table} (zip VARCHAR, age VARCHAR, marital VARCHAR) STORED AS CSV LOCATION '{d}/{location}'"
+        ))
+        .await
+        .unwrap();
+        let sql = format!("INSERT INTO {table} SELECT * FROM pbg_anonymize('q', '1,1')");
+        let e = run(sql.clone()).await.unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("INSERT INTO {table}")) && e.contains("never writes"),
+            "{sql}: {e}"
+        );
+    }
+    assert_eq!(walk(&lake), vec![lake.join("t.csv")]);
+    run("INSERT INTO o VALUES ('13053', '28', 'Divorced')".into())
+        .await
+        .unwrap();
+    std::fs::remove_file(
+        walk(&lake)
+            .into_iter()
+            .find(|f| *f != lake.join("t.csv"))
+            .unwrap(),
+    )
+    .unwrap();
+    // An unbounded table is read afresh from its stream by each query: refused.
+    run(format!(
+        "CREATE UNBOUNDED EXTERNAL TABLE f (id VARCHAR, zip VARCHAR, age VARCHAR, marital VARCHAR) STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",
+        input.display()
+    ))
+    .await
+    .unwrap();
+    run(declare("pf", "table = \"f\"")).await.unwrap();
+    let e = run("SELECT * FROM pbg_anonymize('pf', '1,1')".into())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("an unbounded table"), "{e}");
     assert_eq!(std::fs::read_to_string(&input).unwrap(), t1);
     assert!(!dir.path().join("nope").exists());
     assert!(!dir.path().join("in/nope").exists());

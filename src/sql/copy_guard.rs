@@ -26,8 +26,9 @@ pub struct CopyGuard {
     pub registry: std::sync::Arc<super::Registry>,
 }
 
-/// The local paths a plan's listing tables read (globs kept as patterns).
-fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
+/// The local paths a plan's listing tables read (globs kept as patterns); with `released`, only
+/// those a release reads (below a pin).
+fn scanned_paths(plan: &LogicalPlan, released: bool) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     // Subqueries too: `COPY (… WHERE id IN (SELECT id FROM t)) TO '<t's file>'` reads t.
     plan.apply_with_subqueries(|node| {
@@ -39,7 +40,10 @@ fn scanned_paths(plan: &LogicalPlan) -> Result<Vec<PathBuf>> {
         };
         // A release's input is pinned (`PinnedInput`): the files are those of the table below.
         let mut tables = Vec::new();
-        super::pinned_input::leaves(&provider, &mut tables)?;
+        match released {
+            true => super::pinned_input::released_leaves(&provider, &mut tables)?,
+            false => super::pinned_input::leaves(&provider, &mut tables)?,
+        }
         for table in &tables {
             let Some(listing) =
                 (table.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
@@ -124,10 +128,102 @@ fn absolute_target(output: &str) -> Result<String> {
     Ok(absolute)
 }
 
+impl CopyGuard {
+    /// Refuses a write (`what`, named in the message) to `output` (a file, or the directory a
+    /// partitioned write fills) that would replace or land inside a table `input` reads, or a
+    /// declared profile's files.
+    fn refuse_write(
+        &self,
+        what: &str,
+        output: &std::path::Path,
+        partitioned: bool,
+        input: &LogicalPlan,
+    ) -> Result<()> {
+        self.refuse_write_over(
+            what,
+            output,
+            partitioned,
+            scanned_paths(input, false)?,
+            true,
+        )
+    }
+
+    /// [`Self::refuse_write`] over the tables `sources`, and the declared profiles' files if
+    /// `profiles`.
+    fn refuse_write_over(
+        &self,
+        what: &str,
+        output: &std::path::Path,
+        partitioned: bool,
+        sources: Vec<PathBuf>,
+        profiles: bool,
+    ) -> Result<()> {
+        let refuse = |what: &str, e: crate::PbgError| DataFusionError::Plan(format!("{what}: {e}"));
+        for source in sources {
+            let source = Input::Path(source);
+            crate::io::refuse_overwrite(output, &source).map_err(|e| refuse(what, e))?;
+            if partitioned {
+                crate::io::refuse_partitioned_over(output, &source).map_err(|e| refuse(what, e))?;
+            }
+        }
+        if !profiles {
+            return Ok(());
+        }
+        for profile in self.registry.profiles()? {
+            profile.protect(output).map_err(|e| refuse(what, e))?;
+            if partitioned {
+                crate::io::refuse_partitioned_over(output, &profile.input)
+                    .map_err(|e| refuse(what, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses an `INSERT INTO` a local listing table of release rows whose new file would land
+    /// in the release's input: a table over the input's directory (or a link to it) took the
+    /// release into the input, whose next read held it.
+    fn refuse_insert_into_input(&self, dml: &datafusion::logical_expr::DmlStatement) -> Result<()> {
+        if !matches!(dml.op, datafusion::logical_expr::WriteOp::Insert(_)) {
+            return Ok(());
+        }
+        let Ok(provider) = source_as_provider(&dml.target) else {
+            return Ok(());
+        };
+        let Some(listing) =
+            (provider.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
+        else {
+            return Ok(());
+        };
+        let partitioned = !listing.options().table_partition_cols.is_empty();
+        let ext = listing.options().format.get_ext();
+        for url in listing.table_paths() {
+            let Ok(path) = url.get_url().to_file_path() else {
+                continue;
+            };
+            // The file an insert adds: a new file in a directory, else the file itself.
+            let written = match url.is_collection() {
+                true => path.join(format!("insert.{ext}")),
+                false => path.clone(),
+            };
+            let (output, partitioned) = match partitioned {
+                true => (path, true),
+                false => (written, false),
+            };
+            // Only the tables a release reads: an insert of raw rows into a table (even one a
+            // profile reads, or from itself) is the table's own business.
+            let what = format!("INSERT INTO {}", dml.table_name);
+            let released = scanned_paths(&dml.input, true)?;
+            self.refuse_write_over(&what, &output, partitioned, released, false)?;
+        }
+        Ok(())
+    }
+}
+
 impl AnalyzerRule for CopyGuard {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         if let LogicalPlan::Dml(dml) = &plan {
             refuse_insert_into_glob(dml)?;
+            self.refuse_insert_into_input(dml)?;
         }
         let LogicalPlan::Copy(mut copy) = plan else {
             return Ok(plan);
@@ -148,21 +244,7 @@ impl AnalyzerRule for CopyGuard {
             }
             _ => PathBuf::from(&copy.output_url),
         };
-        let refuse = |e: crate::PbgError| DataFusionError::Plan(format!("COPY: {e}"));
-        let partitioned = !copy.partition_by.is_empty();
-        for source in scanned_paths(&copy.input)? {
-            let source = Input::Path(source);
-            crate::io::refuse_overwrite(&output, &source).map_err(refuse)?;
-            if partitioned {
-                crate::io::refuse_partitioned_over(&output, &source).map_err(refuse)?;
-            }
-        }
-        for profile in self.registry.profiles()? {
-            profile.protect(&output).map_err(refuse)?;
-            if partitioned {
-                crate::io::refuse_partitioned_over(&output, &profile.input).map_err(refuse)?;
-            }
-        }
+        self.refuse_write("COPY", &output, !copy.partition_by.is_empty(), &copy.input)?;
         Ok(LogicalPlan::Copy(copy))
     }
 

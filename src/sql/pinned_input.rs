@@ -261,20 +261,39 @@ pub(super) fn leaves(
     provider: &Arc<dyn TableProvider>,
     out: &mut Vec<Arc<dyn TableProvider>>,
 ) -> Result<()> {
+    leaves_below(provider, out, true)
+}
+
+/// The tables [`leaves`] finds under `provider` that a release reads: those below a pin.
+pub(super) fn released_leaves(
+    provider: &Arc<dyn TableProvider>,
+    out: &mut Vec<Arc<dyn TableProvider>>,
+) -> Result<()> {
+    leaves_below(provider, out, false)
+}
+
+/// [`leaves`], keeping a table only if `kept` or it lies below a pin.
+fn leaves_below(
+    provider: &Arc<dyn TableProvider>,
+    out: &mut Vec<Arc<dyn TableProvider>>,
+    kept: bool,
+) -> Result<()> {
     let any = provider.as_ref() as &dyn Any;
     if let Some(pinned) = any.downcast_ref::<PinnedInput>() {
-        return leaves(&pinned.inner, out);
+        return leaves_below(&pinned.inner, out, true);
     }
     // A view's plan: a `CREATE VIEW`'s, or a DataFrame's registered as a table.
     let Some(view) = provider.get_logical_plan() else {
-        out.push(Arc::clone(provider));
+        if kept {
+            out.push(Arc::clone(provider));
+        }
         return Ok(());
     };
     view.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node
             && let Ok(provider) = source_as_provider(&scan.source)
         {
-            leaves(&provider, out)?;
+            leaves_below(&provider, out, kept)?;
         }
         Ok(TreeNodeRecursion::Continue)
     })?;

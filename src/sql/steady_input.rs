@@ -68,6 +68,10 @@ fn unsteady_node(node: &LogicalPlan) -> Result<Option<String>> {
             }
             why
         }
+        LogicalPlan::TableScan(scan) if is_stream(scan) => Some(format!(
+            "reads {}, an unbounded table (CREATE UNBOUNDED EXTERNAL TABLE), whose rows each query reads afresh from a stream, unpinned (a pipe gives its rows once)",
+            scan.table_name
+        )),
         // A view's plan: a `CREATE VIEW`'s, or a DataFrame's registered as a table.
         LogicalPlan::TableScan(scan) => match source_as_provider(&scan.source)
             .ok()
@@ -128,6 +132,16 @@ fn has_subquery(node: &LogicalPlan) -> Result<bool> {
         })
     })?;
     Ok(found)
+}
+
+/// Whether a scan reads DataFusion's stream table (`CREATE UNBOUNDED EXTERNAL TABLE`): a file
+/// or pipe read as a stream each time, which the pin does not know.
+fn is_stream(scan: &datafusion::logical_expr::TableScan) -> bool {
+    source_as_provider(&scan.source).is_ok_and(|p| {
+        (p.as_ref() as &dyn std::any::Any)
+            .downcast_ref::<datafusion::datasource::stream::StreamTable>()
+            .is_some()
+    })
 }
 
 /// `e` without its aliases.
