@@ -78,6 +78,8 @@ pub(super) fn build(
     // Leaves ascend, so a level's bin changes only between neighbours: each bin's label is
     // formatted, and its bounds recorded, once.
     let mut last: Vec<Option<f64>> = vec![None; n_levels];
+    // Each level's current label read back as exact bounds, once per label.
+    let mut exact_bounds: Vec<Bounds> = vec![(None, None); n_levels];
     for &(v, text, row) in &leaves {
         names.push(text.to_string());
         // The value as written, exactly: the bins are found in floating point, where
@@ -108,12 +110,13 @@ pub(super) fn build(
                         None => (format!(">={}", num(c[c.len() - 1])), c[c.len() - 1], max),
                     }
                 };
+                exact_bounds[l] = Decimal::bounds(&label);
                 level.labels.push(label);
                 bounds[l + 1].push((lo, hi));
                 last[l] = Some(key);
             }
-            let label = &level.labels[level.labels.len() - 1];
-            if !exact.as_ref().is_some_and(|x| x.within(label)) {
+            if !exact.as_ref().is_some_and(|x| x.within(&exact_bounds[l])) {
+                let label = &level.labels[level.labels.len() - 1];
                 return Err(PbgError::ValueNotInHierarchy {
                     column: column.to_string(),
                     value: text.to_string(),
@@ -133,6 +136,9 @@ pub(super) fn build(
     bounds[n_levels + 1].push((min, max));
     Hierarchy::from_levels(column, source, names, above, LossModel::Range(&bounds))
 }
+
+/// The exact lower (inclusive) and upper (exclusive) bounds of an interval label.
+type Bounds = (Option<Decimal>, Option<Decimal>);
 
 /// A finite decimal number read exactly from its text: `digits` (no leading or trailing zeros;
 /// none for zero) times ten to `exponent`, negative or not.
@@ -213,31 +219,33 @@ impl Decimal {
         }
     }
 
-    /// Whether the number lies inside an interval label as pbg writes them: `[a,b)`, `<b`,
-    /// `>=a`, or `*`.
-    fn within(&self, label: &str) -> bool {
-        use std::cmp::Ordering::Less;
-        let bound = |t: &str| Decimal::parse(t);
+    /// The exact bounds of an interval label as pbg writes them (`[a,b)`, `<b`, `>=a`, `*`):
+    /// the lowest value in it and the first above it, each `None` where the label has none.
+    /// A label of any other form holds nothing (an empty interval at zero).
+    fn bounds(label: &str) -> Bounds {
+        let zero = || Decimal::parse("0");
         if label == "*" {
-            return true;
+            return (None, None);
         }
         if let Some(b) = label.strip_prefix('<') {
-            return bound(b).is_some_and(|b| self.cmp(&b) == Less);
+            return Decimal::parse(b).map_or((zero(), zero()), |b| (None, Some(b)));
         }
         if let Some(a) = label.strip_prefix(">=") {
-            return bound(a).is_some_and(|a| self.cmp(&a) != Less);
+            return Decimal::parse(a).map_or((zero(), zero()), |a| (Some(a), None));
         }
-        let Some((a, b)) = label
+        label
             .strip_prefix('[')
             .and_then(|l| l.strip_suffix(')'))
             .and_then(|l| l.split_once(','))
-        else {
-            return false;
-        };
-        match (bound(a), bound(b)) {
-            (Some(a), Some(b)) => self.cmp(&a) != Less && self.cmp(&b) == Less,
-            _ => false,
-        }
+            .and_then(|(a, b)| Some((Some(Decimal::parse(a)?), Some(Decimal::parse(b)?))))
+            .unwrap_or((zero(), zero()))
+    }
+
+    /// Whether the number lies inside `bounds` ([`Decimal::bounds`]).
+    fn within(&self, bounds: &Bounds) -> bool {
+        use std::cmp::Ordering::Less;
+        bounds.0.as_ref().is_none_or(|a| self.cmp(a) != Less)
+            && bounds.1.as_ref().is_none_or(|b| self.cmp(b) == Less)
     }
 }
 
