@@ -168,7 +168,7 @@ impl PinnedInput {
         }
         if self.uses_order && declared(plan) {
             return plan_err!(
-                "{}: its input ({}) reads a table whose rows declare an order (WITH ORDER, or the sorting columns of its Parquet files) that DataFusion trusts without checking, under an aggregate, join, DISTINCT or window function: if the rows are not in that order, the input's rows change with the session's partitions and batch size, which may differ between the statistics and the release. Declare the table without the order (or write its files without sorting metadata), or store the rows first (CREATE TABLE ... AS SELECT ...)",
+                "{}: its input ({}) reads a table whose rows declare an order (WITH ORDER, or the sorting columns of its Parquet files, which DataFusion writes for a COPY of a query with ORDER BY) that DataFusion trusts without checking, under an aggregate, join, DISTINCT or window function: if the rows are not in that order, the input's rows change with the session's partitions and batch size, which may differ between the statistics and the release. Store the rows first (CREATE TABLE ... AS SELECT ...), declare the table without the order, or write its files without ORDER BY",
                 self.function,
                 self.table
             );
