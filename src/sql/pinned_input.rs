@@ -155,25 +155,41 @@ impl PinnedInput {
     /// Fails unless every file `plan` reads is one pinned, as it was (name, size, modification
     /// time): the scan lists the files again after [`PinnedInput::check`], and a file added or
     /// rewritten in between would be read without having been counted.
-    /// Refuses a plan whose file or memory scans declare an order (`WITH ORDER`, Parquet
-    /// sorting columns, a memory table's sort order) under an operator of the table's own plan
-    /// that may use it: DataFusion trusts the order without checking it, and over rows not in
-    /// it a `GROUP BY` ran as a sorted aggregate whose groups depended on the session's
-    /// partitions (a `SET` between the statistics and the release released classes of one).
-    fn check_order_trusted(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
+    /// A scan whose rows declare an order (`WITH ORDER`, Parquet sorting columns, a memory
+    /// table's sort order) under an operator of the input that may use it (an aggregate, join,
+    /// subquery, `DISTINCT` or window): DataFusion trusts the order without checking it, and over
+    /// rows not in it a `GROUP BY` ran as a sorted aggregate whose groups depended on the
+    /// session's partitions (a `SET` between the statistics and the release released classes of
+    /// one). A file scan is given back without the order, so that nothing above relies on it;
+    /// any other such plan (a view planned whole, a memory scan) is refused.
+    fn without_trusted_order(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
+        use datafusion::datasource::source::DataSourceExec;
+        use datafusion::physical_plan::ExecutionPlanProperties;
         fn declared(plan: &Arc<dyn ExecutionPlan>) -> bool {
-            use datafusion::physical_plan::ExecutionPlanProperties;
             (plan.children().is_empty() && plan.output_ordering().is_some())
                 || plan.children().into_iter().any(declared)
         }
-        if self.uses_order && declared(plan) {
-            return plan_err!(
-                "{}: its input ({}) reads a table whose rows declare an order (WITH ORDER, or the sorting columns of its Parquet files, which DataFusion writes for a COPY of a query with ORDER BY) that DataFusion trusts without checking, under an aggregate, join, DISTINCT or window function: if the rows are not in that order, the input's rows change with the session's partitions and batch size, which may differ between the statistics and the release. Store the rows first (CREATE TABLE ... AS SELECT ...), declare the table without the order, or write its files without ORDER BY",
-                self.function,
-                self.table
-            );
+        if !self.uses_order || !declared(&plan) {
+            return Ok(plan);
         }
-        Ok(())
+        let file_scan = plan
+            .downcast_ref::<DataSourceExec>()
+            .and_then(|e| (e.data_source().as_ref() as &dyn Any).downcast_ref::<FileScanConfig>());
+        if let Some(config) = file_scan {
+            let unordered = FileScanConfigBuilder::from(config.clone())
+                .with_output_ordering(Vec::new())
+                .build();
+            return Ok(DataSourceExec::from_data_source(unordered));
+        }
+        plan_err!(
+            "{}: its input ({}) reads a table whose rows declare an order (WITH ORDER, or a memory table's sort order) that DataFusion trusts without checking, under an aggregate, join, DISTINCT or window function: if the rows are not in that order, the input's rows change with the session's partitions and batch size, which may differ between the statistics and the release. Store the rows first (CREATE TABLE ... AS SELECT ...), or declare the table without the order",
+            self.function,
+            self.table
+        )
     }
 
     fn check_files_read(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
@@ -633,8 +649,7 @@ impl TableProvider for PinnedInput {
         self.check(state).await?;
         let plan = self.inner.scan(state, projection, filters, limit).await?;
         self.check_files_read(&plan)?;
-        self.check_order_trusted(&plan)?;
-        Ok(plan)
+        self.without_trusted_order(plan)
     }
 
     async fn scan_with_args<'a>(
@@ -645,8 +660,9 @@ impl TableProvider for PinnedInput {
         self.check(state).await?;
         let scan = self.inner.scan_with_args(state, args).await?;
         self.check_files_read(scan.plan())?;
-        self.check_order_trusted(scan.plan())?;
-        Ok(scan)
+        Ok(ScanResult::new(
+            self.without_trusted_order(scan.into_inner())?,
+        ))
     }
 
     fn supports_filters_pushdown(
