@@ -532,15 +532,7 @@ async fn copy_reaches_no_input_through_missing_directories_or_partitions() {
     let lake = dir.path().join("lake/s=x");
     std::fs::create_dir_all(&lake).unwrap();
     std::fs::write(lake.join("t.csv"), &t1).unwrap();
-    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
-    let toml = toml.replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()));
-    let declare = |name: &str, input: &str| {
-        format!(
-            "SELECT * FROM pbg_profile('{name}', '{}')",
-            toml.replace("input = \"t1.csv\"", input)
-                .replace('\'', "''")
-        )
-    };
+    let declare = declare_t1;
     let ctx = SessionContext::new();
     pbg::sql::register(&ctx);
     let run = |sql: String| {
@@ -745,6 +737,19 @@ async fn a_declared_order_under_an_aggregate_is_not_trusted() {
     }
 }
 
+/// The SQL declaring the EDBT T1 profile as `name`, its `input = "t1.csv"` line replaced by
+/// `input` (another path, or `table = "..."`), its hierarchy files named absolutely.
+fn declare_t1(name: &str, input: &str) -> String {
+    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml"))
+        .unwrap()
+        .replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()))
+        .replace("input = \"t1.csv\"", input);
+    format!(
+        "SELECT * FROM pbg_profile('{name}', '{}')",
+        toml.replace('\'', "''")
+    )
+}
+
 /// A schema whose table `people` is another table at each lookup after the first: a
 /// `CREATE OR REPLACE TABLE` run by another session while a query is planned, made
 /// deterministic.
@@ -815,14 +820,7 @@ async fn a_table_replaced_while_a_release_is_planned_is_read_once() {
         .unwrap()
         .register_schema("shifty", schema_provider.clone())
         .unwrap();
-    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
-    let toml = toml
-        .replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()))
-        .replace("input = \"t1.csv\"", "table = \"shifty.people\"");
-    let declare = format!(
-        "SELECT * FROM pbg_profile('p', '{}')",
-        toml.replace('\'', "''")
-    );
+    let declare = declare_t1("p", "table = \"shifty.people\"");
     ctx.sql(&declare).await.unwrap().collect().await.unwrap();
     let classes = ctx
         .sql(
@@ -859,15 +857,7 @@ async fn a_view_over_a_changed_table_is_refused() {
     std::fs::create_dir(&lake).unwrap();
     let csv = lake.join("t.csv");
     std::fs::write(&csv, &t1).unwrap();
-    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
-    let toml = toml.replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()));
-    let declare = |name: &str, input: &str| {
-        format!(
-            "SELECT * FROM pbg_profile('{name}', '{}')",
-            toml.replace("input = \"t1.csv\"", input)
-                .replace('\'', "''")
-        )
-    };
+    let declare = declare_t1;
     let ctx = SessionContext::new();
     pbg::sql::register(&ctx);
     let run = |ctx: SessionContext, sql: String| async move {
@@ -1073,15 +1063,7 @@ async fn a_release_reads_the_rows_its_statistics_counted() {
     let lake = dir.path().join("lake");
     std::fs::create_dir(&lake).unwrap();
     std::fs::write(lake.join("a.csv"), &t1).unwrap();
-    let toml = std::fs::read_to_string(repo("datasets/t1/t1.toml")).unwrap();
-    let toml = toml.replace("\"t1-", &format!("\"{}/t1-", repo("datasets/t1").display()));
-    let declare = |name: &str, input: &str| {
-        format!(
-            "SELECT * FROM pbg_profile('{name}', '{}')",
-            toml.replace("input = \"t1.csv\"", input)
-                .replace('\'', "''")
-        )
-    };
+    let declare = declare_t1;
     // DataFusion's default session (a list-files cache without expiry), with its
     // information_schema.
     let ctx = SessionContext::new_with_config(

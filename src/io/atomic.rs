@@ -252,35 +252,19 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
 /// as written, or resolving only its existing ancestor and taking the rest as written, let
 /// `nope/../in.csv` and `nope/../link/in.csv` pass for other files than the input.
 fn resolutions(path: &Path) -> Vec<PathBuf> {
-    use std::path::Component;
-    let absolute = match path.is_absolute() {
-        true => path.to_path_buf(),
-        false => std::env::current_dir()
-            .map(|d| d.join(path))
-            .unwrap_or_else(|_| path.to_path_buf()),
-    };
-    let mut lexical = PathBuf::new();
-    for part in absolute.components() {
-        match part {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
-    let mut places = vec![walked(&absolute)];
-    let other = walked(&lexical);
-    if !places.contains(&other) {
-        places.push(other);
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut places = vec![walked(&absolute, true)];
+    let lexical = walked(&walked(&absolute, false), true);
+    if !places.contains(&lexical) {
+        places.push(lexical);
     }
     places
 }
 
-/// `path` (absolute) walked step by step as the system walks it: each step that exists is
-/// resolved (symlinks followed), `..` goes to the parent of where the walk stands, and steps
-/// that do not exist are kept as named.
-fn walked(path: &Path) -> PathBuf {
+/// `path` (absolute) walked step by step: `..` goes to the parent of where the walk stands,
+/// and with `follow` each step that exists is resolved (symlinks followed) as the system walks
+/// it; without, the path is only normalized lexically.
+fn walked(path: &Path, follow: bool) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for part in path.components() {
@@ -291,7 +275,7 @@ fn walked(path: &Path) -> PathBuf {
             Component::CurDir => {}
             other => {
                 out.push(other);
-                if let Ok(real) = out.canonicalize() {
+                if let Some(real) = follow.then(|| out.canonicalize().ok()).flatten() {
                     out = real;
                 }
             }
@@ -302,7 +286,7 @@ fn walked(path: &Path) -> PathBuf {
 
 /// [`resolutions`]' first place: where the system's own walk of the path leads.
 fn resolved(path: &Path) -> PathBuf {
-    walked(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+    resolutions(path).swap_remove(0)
 }
 
 /// Refuses, before anything is read, an output that would replace or land inside an input: the

@@ -130,26 +130,8 @@ fn absolute_target(output: &str) -> Result<String> {
 
 impl CopyGuard {
     /// Refuses a write (`what`, named in the message) to `output` (a file, or the directory a
-    /// partitioned write fills) that would replace or land inside a table `input` reads, or a
-    /// declared profile's files.
-    fn refuse_write(
-        &self,
-        what: &str,
-        output: &std::path::Path,
-        partitioned: bool,
-        input: &LogicalPlan,
-    ) -> Result<()> {
-        self.refuse_write_over(
-            what,
-            output,
-            partitioned,
-            scanned_paths(input, false)?,
-            true,
-        )
-    }
-
-    /// [`Self::refuse_write`] over the tables `sources`, and the declared profiles' files if
-    /// `profiles`.
+    /// partitioned write fills) that would replace or land inside one of the tables `sources`,
+    /// or, if `profiles`, a declared profile's files.
     fn refuse_write_over(
         &self,
         what: &str,
@@ -244,7 +226,9 @@ impl AnalyzerRule for CopyGuard {
             }
             _ => PathBuf::from(&copy.output_url),
         };
-        self.refuse_write("COPY", &output, !copy.partition_by.is_empty(), &copy.input)?;
+        let partitioned = !copy.partition_by.is_empty();
+        let sources = scanned_paths(&copy.input, false)?;
+        self.refuse_write_over("COPY", &output, partitioned, sources, true)?;
         Ok(LogicalPlan::Copy(copy))
     }
 
