@@ -35,6 +35,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::{GetOptions, ObjectMeta, ObjectStore};
 
 mod decoder;
+mod reads;
 
 pub use decoder::{Begin, TextDecoder, keyed_type};
 
@@ -199,7 +200,8 @@ impl FileSource for TextCsvSource {
             delimiter: self.csv.delimiter(),
             has_header: self.csv.has_header(),
             batch_size: self.batch_size.unwrap_or(8192),
-            store: object_store,
+            // Local files in large pieces (object_store reads them 8 KiB at a time).
+            store: Arc::new(reads::LargeReads::new(object_store)),
         });
         ProjectionOpener::try_new(projection, opener, &file_schema)
     }
