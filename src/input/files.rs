@@ -42,6 +42,59 @@ pub fn was_read(path: &Path) -> bool {
     }
 }
 
+/// The identity of a file's contents as the system keeps it: device, inode, size, and the
+/// modification and status change times to the nanosecond (any write changes the last two).
+#[cfg(unix)]
+fn stamp(path: &Path) -> Option<[i64; 7]> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some([
+        m.dev() as i64,
+        m.ino() as i64,
+        m.size() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ])
+}
+
+/// Elsewhere no file is known unchanged.
+#[cfg(not(unix))]
+fn stamp(_path: &Path) -> Option<[i64; 7]> {
+    None
+}
+
+/// CSV files this process wrote holding no value quoted across a line break (releases, before
+/// they are renamed into place; canonical paths), with their stamp when written.
+static WRITTEN_CSV: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<PathBuf, [i64; 7]>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// Notes that this process has just written `path` as CSV with no value quoted across a line
+/// break, so that its verification reads it back in parallel byte ranges without first scanning
+/// all of it for quotes. The note is a shortcut only: were the file changed to quote a value
+/// across lines after all, a byte range would meet it and the read fail (see [`written_csv`]).
+pub fn note_written_csv(path: &Path) {
+    if let (Some(stamp), Ok(path), Ok(mut written)) =
+        (stamp(path), path.canonicalize(), WRITTEN_CSV.lock())
+    {
+        written.insert(path, stamp);
+    }
+}
+
+/// Whether `path` is a CSV file noted by [`note_written_csv`] and unchanged since. Such a file is
+/// planned as one whose quoted values stay on their line: pbg's scan decodes any quote it holds,
+/// and one opening a value that runs past its line end is an error in whichever byte range holds
+/// the first such value (the ranges before it start on true record boundaries), never a record
+/// cut in two.
+fn written_csv(path: &Path) -> bool {
+    match (stamp(path), path.canonicalize(), WRITTEN_CSV.lock()) {
+        (Some(now), Ok(path), Ok(written)) => written.get(&path) == Some(&now),
+        _ => false,
+    }
+}
+
 /// Whether a text holds glob characters (DataFusion reads a path holding one as a glob).
 pub(crate) fn has_glob(text: &str) -> bool {
     text.contains(['*', '?', '['])
@@ -610,7 +663,10 @@ pub(super) async fn check_files(
     if kind == FileKind::Csv {
         header = first.map(|(_, names)| names).unwrap_or_default();
         for f in &files {
-            quoting = quoting.max(csv_quoting(f, delimiter, &header)?);
+            quoting = quoting.max(match written_csv(f) {
+                true => Quoting::Quoted,
+                false => csv_quoting(f, delimiter, &header)?,
+            });
         }
         // Read whole by DataFusion's reader, whose ragged-record error names neither the file
         // nor its line: checked here, file by file.

@@ -37,7 +37,7 @@ mod words;
 
 pub use csv_scan::{Begin, TextCsvFormat, TextDecoder, keyed_type};
 use files::check_files;
-pub use files::{FileKind, kind_of, note_read, was_read};
+pub use files::{FileKind, kind_of, note_read, note_written_csv, was_read};
 pub(crate) use files::{first_record, has_glob, is_glob};
 use quoting::Quoting;
 pub use runtime::{block_on, runtime_handle};
@@ -521,6 +521,40 @@ pub async fn locate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CSV this process noted as written without quoted line breaks is read without its
+    /// quoting scan. Were it to quote a value across lines after all (changed, its stamp kept),
+    /// the byte range holding the value meets it and the read fails: no record is cut in two
+    /// and read as rows. Changed with a new stamp, it is scanned and read whole.
+    #[test]
+    fn a_written_csv_quoting_across_lines_after_all_is_never_read_in_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.csv");
+        let rows = |tag: &str| {
+            (0..3000)
+                .map(|i| format!("{i},{tag}\n"))
+                .collect::<String>()
+        };
+        let text = format!("a,b\n{}7,\"a\n8,b\"\n{}", rows("x"), rows("y"));
+        std::fs::write(&path, &text).unwrap();
+        note_written_csv(&path);
+        let mut config = session_config();
+        config.options_mut().optimizer.repartition_file_min_size = 0;
+        let ctx = ranged_context(&SessionContext::new_with_config(config), 8);
+        let input = Input::Path(path.clone());
+        let read = || {
+            runtime::block_on(async {
+                let df = open_keyed(&ctx, &input, b',').await?;
+                let batches = df.collect().await.map_err(|e| df_error(&input, e))?;
+                Ok::<usize, PbgError>(batches.iter().map(|b| b.num_rows()).sum())
+            })
+            .unwrap()
+        };
+        let e = read().unwrap_err().to_string();
+        assert!(e.contains("runs past the end of its line"), "{e}");
+        std::fs::write(&path, format!("{text}9,z\n")).unwrap();
+        assert_eq!(read().unwrap(), 6002);
+    }
 
     /// A large input is read in more byte ranges than the session has partitions (about 64 MiB
     /// each, a whole number per partition, up to 4); a small one, a table and a cluster session

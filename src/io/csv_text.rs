@@ -61,8 +61,10 @@ impl CsvQuoting {
         out
     }
 
-    /// Appends the CSV lines of `rows` rows given as one text column per field.
-    pub fn rows(&self, columns: &[TextColumn], rows: usize, out: &mut Vec<u8>) {
+    /// Appends the CSV lines of `rows` rows given as one text column per field; returns whether
+    /// a value of the columns (written or not) holds a line break, which is then written quoted
+    /// across lines.
+    pub fn rows(&self, columns: &[TextColumn], rows: usize, out: &mut Vec<u8>) -> bool {
         let fields: Vec<Fields> = columns
             .iter()
             .enumerate()
@@ -124,6 +126,7 @@ impl CsvQuoting {
         if columns.is_empty() {
             out.extend(std::iter::repeat_n(b'\n', rows));
         }
+        fields.iter().any(|f| f.line_breaks)
     }
 
     /// Every distinct value of `column` quoted once, as the whole field: its separator (`,`
@@ -138,6 +141,7 @@ impl CsvQuoting {
         let mut fields = Fields {
             bytes: Vec::with_capacity(text + 2 * (n + 1)),
             spans: Vec::with_capacity(n + 1),
+            line_breaks: false,
         };
         for i in 0..=n {
             let start = fields.bytes.len();
@@ -145,7 +149,9 @@ impl CsvQuoting {
                 fields.bytes.push(b',');
             }
             if i < n && !column.values.is_null(i) {
-                self.field(column.values.value(i), &mut fields.bytes);
+                let value = column.values.value(i);
+                fields.line_breaks |= value.contains(['\n', '\r']);
+                self.field(value, &mut fields.bytes);
             }
             if first && last && fields.bytes.len() == start {
                 // A line of one empty field is written `""`, as by arrow (csv's rule): an empty
@@ -166,6 +172,8 @@ impl CsvQuoting {
 struct Fields {
     bytes: Vec<u8>,
     spans: Vec<(usize, usize)>,
+    /// Whether a value holds a line break.
+    line_breaks: bool,
 }
 
 impl Fields {
@@ -243,7 +251,9 @@ mod tests {
                     .collect();
                 let texts: Vec<TextColumn> = columns.iter().map(|c| text_column(c).unwrap()).collect();
                 let mut out = Vec::new();
-                CsvQuoting::default().rows(&texts, rows, &mut out);
+                let line_breaks = CsvQuoting::default().rows(&texts, rows, &mut out);
+                let broken = (0..rows * width).any(|i| cells[i].as_ref().is_some_and(|v| v.chars().take(cut).any(|c| c == '\r' || c == '\n')));
+                prop_assert_eq!(line_breaks, broken);
                 let want = arrow_csv(&columns);
                 prop_assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&want));
             }
