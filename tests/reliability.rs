@@ -3015,3 +3015,44 @@ fn listings_read_exactly_the_files_named() {
     assert_eq!(r["verified"], true);
     assert!(out.exists());
 }
+
+/// An input changed while it is released (here between the statistics and the release: a row
+/// appended, another file added to a directory input) is named as the cause and nothing is
+/// released, whether the release is written from the rows pass 1 kept (which the verifier would
+/// find consistent) or the input is read again.
+#[test]
+fn an_input_changed_during_its_release_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..40)
+        .map(|i| format!("{i},130{:02},{}\n", i % 7, ["flu", "cold"][i % 2]))
+        .collect();
+    let data = write(dir.path(), "in.csv", &format!("id,zip,disease\n{rows}"));
+    let sub = dir.path().join("lake");
+    fs::create_dir(&sub).unwrap();
+    write(&sub, "a.csv", &format!("id,zip,disease\n{rows}"));
+    for (input, change) in [
+        (data.clone(), "append"),
+        (sub.to_string_lossy().into_owned(), "add"),
+    ] {
+        let toml = profile(dir.path(), &input, true, "");
+        let profile = pbg::profile::Profile::from_toml_file(Path::new(&toml)).unwrap();
+        let out = dir.path().join(format!("out-{change}.csv"));
+        let choose = |_: &pbg::evaluate::Evaluator| {
+            match change {
+                "append" => {
+                    let mut f = fs::OpenOptions::new().append(true).open(&data).unwrap();
+                    std::io::Write::write_all(&mut f, b"99,13099,flu\n").unwrap();
+                }
+                _ => {
+                    write(&sub, "b.csv", "id,zip,disease\n1,13001,flu\n");
+                }
+            }
+            Ok(vec![1u8])
+        };
+        let e = pbg::release::anonymize(&profile, &choose, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the input changed"), "{change}: {e}");
+        assert!(!out.exists(), "{change}: nothing is released");
+    }
+}

@@ -65,6 +65,25 @@ fn stamp(_path: &Path) -> Option<[i64; 7]> {
     None
 }
 
+/// The stamps of a path input's files (one file, or every file under a directory), to tell
+/// whether it changed during a run; `None` for a glob or when a file cannot be looked at.
+pub fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
+    if is_glob(path) {
+        return None;
+    }
+    let mut files = Vec::new();
+    if std::fs::metadata(path).ok()?.is_dir() {
+        files_under(path, &mut files).ok()?;
+        files.sort();
+    } else {
+        files.push(path.to_path_buf());
+    }
+    files
+        .into_iter()
+        .map(|f| Some((f.clone(), stamp(&f)?)))
+        .collect()
+}
+
 /// CSV files this process wrote holding no value quoted across a line break (releases, before
 /// they are renamed into place; canonical paths), with their stamp when written.
 static WRITTEN_CSV: std::sync::LazyLock<

@@ -177,6 +177,23 @@ pub fn anonymize_in(
     profile.protect(output)?;
     let format = OutputFormat::of(output)?;
     let mut file = AtomicFile::new(output)?;
+    // The input's files as they are before the first read: a file changed during the run (a
+    // re-read of it then differs from the statistics) is named as the cause of any failure.
+    let stamps = profile.input.path().and_then(input::input_stamps);
+    let changed = || -> Result<()> {
+        let (Some(before), Some(path)) = (&stamps, profile.input.path()) else {
+            return Ok(());
+        };
+        let now = input::input_stamps(path).unwrap_or_default();
+        let gone = before.iter().find(|b| !now.contains(b));
+        match gone.or_else(|| now.iter().find(|n| !before.contains(n))) {
+            None => Ok(()),
+            Some((f, _)) => Err(PbgError::Format {
+                path: f.clone(),
+                message: "the input changed (written, replaced, added or removed) while pbg released it: nothing was released; release a copy that nothing writes to".into(),
+            }),
+        }
+    };
     let distributed = ctx
         .state()
         .config()
@@ -244,7 +261,9 @@ pub fn anonymize_in(
             (None, _) => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
         })
     };
-    let (input_reads, (rows_out, written)) = written().map_err(|e| file.named(e))?;
+    let (input_reads, (rows_out, written)) = written()
+        .map_err(|e| changed().err().unwrap_or(e))
+        .map_err(|e| file.named(e))?;
     let t3 = Instant::now();
     stage("verifying the release");
     // The written file goes to disk while it is read back and checked.
@@ -259,6 +278,8 @@ pub fn anonymize_in(
         written.as_ref(),
     ))
     .and_then(|checked| checked)
+    .and_then(|checked| changed().map(|()| checked))
+    .map_err(|e| changed().err().unwrap_or(e))
     .map_err(|e| file.named(e))?;
     file.commit()?;
     let t4 = Instant::now();

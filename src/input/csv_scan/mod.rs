@@ -310,7 +310,19 @@ impl FileOpener for TextOpener {
         )
         .with_origin(origin);
         let store = Arc::clone(&self.store);
+        let listed = file.object_meta.size;
         Ok(Box::pin(async move {
+            // A range past the end of a file cut since it was listed: named as such (the store
+            // says only that the range is invalid).
+            let cut =
+                |e: object_store::Error| match (std::fs::metadata(&path).map(|m| m.len()), range) {
+                    (Ok(now), Some((start, end))) if now < listed => {
+                        datafusion::common::DataFusionError::External(
+                            format!("{path}: {}", reads::shorter(now, &(start..end))).into(),
+                        )
+                    }
+                    _ => e.into(),
+                };
             let location = file.object_meta.location.clone();
             let bytes = match range {
                 // DataFusion's alignment of a range on whole lines, as its CSV scan does.
@@ -323,7 +335,8 @@ impl FileOpener for TextOpener {
                         file.object_meta.size,
                         b'\n',
                     )
-                    .await?
+                    .await
+                    .map_err(cut)?
                     .boxed()
                 }
                 None => store

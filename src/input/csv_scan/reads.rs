@@ -48,6 +48,14 @@ fn read_error(path: &std::path::Path, message: impl fmt::Display) -> object_stor
     }
 }
 
+/// What a file `now` bytes long, read in `range`, says: it changed while it was read.
+pub(super) fn shorter(now: u64, range: &Range<u64>) -> String {
+    format!(
+        "the file changed while it was read: it now ends at byte {now}, before the end of bytes {}..{} being read",
+        range.start, range.end
+    )
+}
+
 /// The bytes of `range` of `file` in pieces of [`PIECE`] bytes; a file that ends before the range
 /// does is an error (it changed while it was read), never a short or endless stream.
 fn pieces(
@@ -58,6 +66,7 @@ fn pieces(
     let start = (file, range.start, false);
     futures::stream::try_unfold(start, move |(mut file, at, sought)| {
         let path = path.clone();
+        let range = range.clone();
         let end = range.end;
         async move {
             if at >= end {
@@ -75,13 +84,8 @@ fn pieces(
                 .read_to_end(&mut piece)
                 .map_err(|e| read_error(&path, e))?;
             if (read as u64) < want {
-                return Err(read_error(
-                    &path,
-                    format!(
-                        "the file ended at byte {} where it was listed with {end}: it changed while it was read",
-                        at + read as u64
-                    ),
-                ));
+                let now = file.metadata().map(|m| m.len()).unwrap_or(at + read as u64);
+                return Err(read_error(&path, shorter(now, &range)));
             }
             Ok(Some((bytes::Bytes::from(piece), (file, at + want, true))))
         }
@@ -192,7 +196,9 @@ mod tests {
     fn a_file_shorter_than_its_range_is_an_error() {
         let e = read(b"0123456789", 4..40).unwrap_err().to_string();
         assert!(
-            e.contains("ended at byte 10") && e.contains("changed while it was read"),
+            e.contains(
+                "changed while it was read: it now ends at byte 10, before the end of bytes 4..40"
+            ),
             "{e}"
         );
     }
