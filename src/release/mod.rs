@@ -204,7 +204,9 @@ pub fn anonymize_in(
         if distributed { 0 } else { KEEP_LIMIT },
         Some(&ctx.runtime_env().memory_pool),
     );
-    let (dataset, kept) = block_on(crate::statistics::statistics_with(ctx, profile, keep))??;
+    let (dataset, kept) = block_on(crate::statistics::statistics_with(ctx, profile, keep))
+        .and_then(|read| read)
+        .map_err(|e| changed().err().unwrap_or(e))?;
     if format == OutputFormat::Csv {
         for (i, f) in dataset.schema.fields().iter().enumerate() {
             let binary = matches!(
