@@ -3030,11 +3030,9 @@ fn an_input_changed_during_its_release_is_refused() {
     let sub = dir.path().join("lake");
     fs::create_dir(&sub).unwrap();
     write(&sub, "a.csv", &format!("id,zip,disease\n{rows}"));
-    for (input, change) in [
-        (data.clone(), "append"),
-        (sub.to_string_lossy().into_owned(), "add"),
-    ] {
-        let toml = profile(dir.path(), &input, true, "");
+    let lake = sub.to_string_lossy().into_owned();
+    for (input, change) in [(&data, "append"), (&lake, "add"), (&lake, "other")] {
+        let toml = profile(dir.path(), input, true, "");
         let profile = pbg::profile::Profile::from_toml_file(Path::new(&toml)).unwrap();
         let out = dir.path().join(format!("out-{change}.csv"));
         let choose = |_: &pbg::evaluate::Evaluator| {
@@ -3043,15 +3041,23 @@ fn an_input_changed_during_its_release_is_refused() {
                     let mut f = fs::OpenOptions::new().append(true).open(&data).unwrap();
                     std::io::Write::write_all(&mut f, b"99,13099,flu\n").unwrap();
                 }
-                _ => {
+                "add" => {
                     write(&sub, "b.csv", "id,zip,disease\n1,13001,flu\n");
+                }
+                // A hidden file is not the input's (a directory input is every other file).
+                _ => {
+                    write(&sub, ".notes.csv", "written meanwhile");
                 }
             }
             Ok(vec![1u8])
         };
-        let e = pbg::release::anonymize(&profile, &choose, &out)
-            .unwrap_err()
-            .to_string();
+        let released = pbg::release::anonymize(&profile, &choose, &out);
+        if change == "other" {
+            // a.csv and the b.csv the last case added.
+            assert_eq!(released.unwrap().rows_released, 41);
+            continue;
+        }
+        let e = released.unwrap_err().to_string();
         assert!(e.contains("the input changed"), "{change}: {e}");
         assert!(!out.exists(), "{change}: nothing is released");
     }

@@ -65,8 +65,9 @@ fn stamp(_path: &Path) -> Option<[i64; 7]> {
     None
 }
 
-/// The stamps of a path input's files (one file, or every file under a directory), to tell
-/// whether it changed during a run; `None` for a glob or when a file cannot be looked at.
+/// The stamps of a path input's files (one file, or every file under a directory but hidden and
+/// temporary ones, as [`kind_of`] takes them all for the input's), to tell whether it changed
+/// during a run; `None` for a glob or when a file cannot be looked at.
 pub fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
     if is_glob(path) {
         return None;
