@@ -3017,9 +3017,9 @@ fn listings_read_exactly_the_files_named() {
 }
 
 /// An input changed while it is released (here between the statistics and the release: a row
-/// appended, another file added to a directory input) is named as the cause and nothing is
-/// released, whether the release is written from the rows pass 1 kept (which the verifier would
-/// find consistent) or the input is read again.
+/// appended, another file added to a directory input or matching a glob input) is named as the
+/// cause and nothing is released, whether the release is written from the rows pass 1 kept
+/// (which the verifier would find consistent) or the input is read again.
 #[test]
 fn an_input_changed_during_its_release_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -3031,7 +3031,13 @@ fn an_input_changed_during_its_release_is_refused() {
     fs::create_dir(&sub).unwrap();
     write(&sub, "a.csv", &format!("id,zip,disease\n{rows}"));
     let lake = sub.to_string_lossy().into_owned();
-    for (input, change) in [(&data, "append"), (&lake, "add"), (&lake, "other")] {
+    let glob = sub.join("*.csv").to_string_lossy().into_owned();
+    for (input, change) in [
+        (&data, "append"),
+        (&lake, "add"),
+        (&lake, "other"),
+        (&glob, "glob"),
+    ] {
         let toml = profile(dir.path(), input, true, "");
         let profile = pbg::profile::Profile::from_toml_file(Path::new(&toml)).unwrap();
         let out = dir.path().join(format!("out-{change}.csv"));
@@ -3044,6 +3050,9 @@ fn an_input_changed_during_its_release_is_refused() {
                 "add" => {
                     write(&sub, "b.csv", "id,zip,disease\n1,13001,flu\n");
                 }
+                "glob" => {
+                    write(&sub, "c.csv", "id,zip,disease\n1,13001,flu\n");
+                }
                 // A hidden file is not the input's (a directory input is every other file).
                 _ => {
                     write(&sub, ".notes.csv", "written meanwhile");
@@ -3055,6 +3064,8 @@ fn an_input_changed_during_its_release_is_refused() {
         if change == "other" {
             // a.csv and the b.csv the last case added.
             assert_eq!(released.unwrap().rows_released, 41);
+            // A glob would match it (and refuse it as hidden).
+            fs::remove_file(sub.join(".notes.csv")).unwrap();
             continue;
         }
         let e = released.unwrap_err().to_string();

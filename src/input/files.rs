@@ -65,15 +65,15 @@ fn stamp(_path: &Path) -> Option<[i64; 7]> {
     None
 }
 
-/// The stamps of a path input's files (one file, or every file under a directory but hidden and
-/// temporary ones, as [`kind_of`] takes them all for the input's), to tell whether it changed
-/// during a run; `None` for a glob or when a file cannot be looked at.
+/// The stamps of a path input's files (one file, the files a glob matches, or every file under a
+/// directory but hidden and temporary ones, as [`kind_of`] takes them all for the input's), to
+/// tell whether it changed during a run; `None` when a file cannot be looked at.
 pub fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
-    if is_glob(path) {
-        return None;
-    }
     let mut files = Vec::new();
-    if std::fs::metadata(path).ok()?.is_dir() {
+    if is_glob(path) {
+        let (_, ext) = kind_of(path).ok()?;
+        files = glob_files(&listing_url(path).ok()?, &ext)?.0;
+    } else if std::fs::metadata(path).ok()?.is_dir() {
         files_under(path, &mut files).ok()?;
         files.sort();
     } else {
@@ -431,18 +431,25 @@ fn glob_left_out(
     ext: &str,
     listed: &[PathBuf],
 ) -> Option<(PathBuf, PathBuf)> {
+    let (files, base) = glob_files(url, ext)?;
+    let left = files.into_iter().find(|f| !listed.contains(f))?;
+    Some((left, base))
+}
+
+/// The files named `*ext` under a glob's base directory that its pattern matches by their path
+/// below the base (sorted), and the base.
+fn glob_files(url: &ListingTableUrl, ext: &str) -> Option<(Vec<PathBuf>, PathBuf)> {
     let glob = url.get_glob().as_ref()?;
     let base = url.get_url().to_file_path().ok()?;
-    let mut all = Vec::new();
-    files_under(&base, &mut all).ok()?;
-    all.sort();
-    let left = all.into_iter().find(|f| {
+    let mut files = Vec::new();
+    files_under(&base, &mut files).ok()?;
+    files.retain(|f| {
         f.to_string_lossy().ends_with(ext)
             && f.strip_prefix(&base)
                 .is_ok_and(|rel| glob.matches(&rel.to_string_lossy()))
-            && !listed.contains(f)
-    })?;
-    Some((left, base))
+    });
+    files.sort();
+    Some((files, base))
 }
 
 /// The error for a glob input whose listing left out `left`, a file it matches (see
