@@ -66,9 +66,9 @@ fn stamp(_path: &Path) -> Option<[i64; 7]> {
 }
 
 /// The stamps of a path input's files (one file, the files a glob matches, or every file under a
-/// directory but hidden and temporary ones, as [`kind_of`] takes them all for the input's), to
-/// tell whether it changed during a run; `None` when a file cannot be looked at.
-pub fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
+/// directory but hidden and temporary ones, as [`kind_of`] takes them all for the input's);
+/// `None` when a file cannot be looked at.
+fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
     let mut files = Vec::new();
     if is_glob(path) {
         let (_, ext) = kind_of(path).ok()?;
@@ -83,6 +83,45 @@ pub fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
         .into_iter()
         .map(|f| Some((f.clone(), stamp(&f)?)))
         .collect()
+}
+
+/// A path input's files as they were before a run read them, to tell whether the run read one
+/// input throughout: a file written, replaced, added or removed meanwhile gave the statistics of
+/// one table and the rows (or the verifier's input) of another.
+#[derive(Debug)]
+pub struct InputStamps {
+    path: PathBuf,
+    stamps: Vec<(PathBuf, [i64; 7])>,
+}
+
+impl InputStamps {
+    /// The stamps of `input`'s files now (none for a registered table, or files that cannot be
+    /// looked at).
+    pub fn take(input: &Input) -> Option<Self> {
+        let path = input.path()?;
+        Some(InputStamps {
+            path: path.to_path_buf(),
+            stamps: input_stamps(path)?,
+        })
+    }
+
+    /// An error naming a file that changed since the stamps were taken, if one did.
+    pub fn check(&self) -> Result<()> {
+        let now = input_stamps(&self.path).unwrap_or_default();
+        let gone = self.stamps.iter().find(|b| !now.contains(b));
+        match gone.or_else(|| now.iter().find(|n| !self.stamps.contains(n))) {
+            None => Ok(()),
+            Some((f, _)) => Err(PbgError::Format {
+                path: f.clone(),
+                message: "the input changed (written, replaced, added or removed) while pbg released it: nothing was released; release a copy that nothing writes to".into(),
+            }),
+        }
+    }
+
+    /// `e`, or the input's change if there was one (then the cause of `e`).
+    pub fn blame(&self, e: PbgError) -> PbgError {
+        self.check().err().unwrap_or(e)
+    }
 }
 
 /// CSV files this process wrote holding no value quoted across a line break (releases, before

@@ -177,23 +177,14 @@ pub fn anonymize_in(
     profile.protect(output)?;
     let format = OutputFormat::of(output)?;
     let mut file = AtomicFile::new(output)?;
-    // The input's files as they are before the first read: a file changed during the run (a
-    // re-read of it then differs from the statistics) is named as the cause of any failure.
-    let stamps = profile.input.path().and_then(input::input_stamps);
-    let changed = || -> Result<()> {
-        let (Some(before), Some(path)) = (&stamps, profile.input.path()) else {
-            return Ok(());
-        };
-        let now = input::input_stamps(path).unwrap_or_default();
-        let gone = before.iter().find(|b| !now.contains(b));
-        match gone.or_else(|| now.iter().find(|n| !before.contains(n))) {
-            None => Ok(()),
-            Some((f, _)) => Err(PbgError::Format {
-                path: f.clone(),
-                message: "the input changed (written, replaced, added or removed) while pbg released it: nothing was released; release a copy that nothing writes to".into(),
-            }),
-        }
+    // The input's files before the first read: a file changed during the run is named as the
+    // cause of any failure, and refused at the end.
+    let stamps = input::InputStamps::take(&profile.input);
+    let blame = |e: PbgError| match &stamps {
+        Some(s) => s.blame(e),
+        None => e,
     };
+    let steady = || stamps.as_ref().map_or(Ok(()), input::InputStamps::check);
     let distributed = ctx
         .state()
         .config()
@@ -206,7 +197,7 @@ pub fn anonymize_in(
     );
     let (dataset, kept) = block_on(crate::statistics::statistics_with(ctx, profile, keep))
         .and_then(|read| read)
-        .map_err(|e| changed().err().unwrap_or(e))?;
+        .map_err(blame)?;
     if format == OutputFormat::Csv {
         for (i, f) in dataset.schema.fields().iter().enumerate() {
             let binary = matches!(
@@ -263,9 +254,7 @@ pub fn anonymize_in(
             (None, _) => (2, block_on(write_release(ctx, &ev, &node, temp, format))??),
         })
     };
-    let (input_reads, (rows_out, written)) = written()
-        .map_err(|e| changed().err().unwrap_or(e))
-        .map_err(|e| file.named(e))?;
+    let (input_reads, (rows_out, written)) = written().map_err(blame).map_err(|e| file.named(e))?;
     let t3 = Instant::now();
     stage("verifying the release");
     // The written file goes to disk while it is read back and checked.
@@ -280,8 +269,8 @@ pub fn anonymize_in(
         written.as_ref(),
     ))
     .and_then(|checked| checked)
-    .and_then(|checked| changed().map(|()| checked))
-    .map_err(|e| changed().err().unwrap_or(e))
+    .map_err(blame)
+    .and_then(|checked| steady().map(|()| checked))
     .map_err(|e| file.named(e))?;
     file.commit()?;
     let t4 = Instant::now();
