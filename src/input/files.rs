@@ -42,33 +42,44 @@ pub fn was_read(path: &Path) -> bool {
     }
 }
 
+/// The status change time (ns) of a file, where the platform has one: any write, and any
+/// change of its metadata, moves it (it cannot be set back as a modification time can).
+pub(crate) fn status_change(meta: &std::fs::Metadata) -> Option<i128> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
 /// The identity of a file's contents as the system keeps it: device, inode, size, and the
-/// modification and status change times to the nanosecond (any write changes the last two).
+/// modification and status change times (ns).
+type Stamp = (u64, u64, u64, i128, i128);
+
+/// The [`Stamp`] of the file at `path`.
 #[cfg(unix)]
-fn stamp(path: &Path) -> Option<[i64; 7]> {
+fn stamp(path: &Path) -> Option<Stamp> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
-    Some([
-        m.dev() as i64,
-        m.ino() as i64,
-        m.size() as i64,
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-    ])
+    let modified = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
+    Some((m.dev(), m.ino(), m.size(), modified, status_change(&m)?))
 }
 
 /// Elsewhere no file is known unchanged.
 #[cfg(not(unix))]
-fn stamp(_path: &Path) -> Option<[i64; 7]> {
+fn stamp(_path: &Path) -> Option<Stamp> {
     None
 }
 
 /// The stamps of a path input's files (one file, the files a glob matches, or every file under a
 /// directory but hidden and temporary ones, as [`kind_of`] takes them all for the input's);
 /// `None` when a file cannot be looked at.
-fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
+fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, Stamp)>> {
     let mut files = Vec::new();
     if is_glob(path) {
         let (_, ext) = kind_of(path).ok()?;
@@ -91,7 +102,7 @@ fn input_stamps(path: &Path) -> Option<Vec<(PathBuf, [i64; 7])>> {
 #[derive(Debug)]
 pub struct InputStamps {
     path: PathBuf,
-    stamps: Vec<(PathBuf, [i64; 7])>,
+    stamps: Vec<(PathBuf, Stamp)>,
 }
 
 impl InputStamps {
@@ -127,7 +138,7 @@ impl InputStamps {
 /// CSV files this process wrote holding no value quoted across a line break (releases, before
 /// they are renamed into place; canonical paths), with their stamp when written.
 static WRITTEN_CSV: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<PathBuf, [i64; 7]>>,
+    std::sync::Mutex<std::collections::HashMap<PathBuf, Stamp>>,
 > = std::sync::LazyLock::new(Default::default);
 
 /// Notes that this process has just written `path` as CSV with no value quoted across a line

@@ -37,6 +37,7 @@ mod words;
 
 pub use csv_scan::{Begin, TextCsvFormat, TextDecoder, keyed_type};
 use files::check_files;
+pub(crate) use files::status_change;
 pub use files::{FileKind, InputStamps, kind_of, note_read, note_written_csv, was_read};
 pub(crate) use files::{first_record, has_glob, is_glob};
 use quoting::Quoting;

@@ -30,12 +30,13 @@ impl Default for CsvQuoting {
 }
 
 impl CsvQuoting {
-    /// Appends `field` to `out`, quoted if it holds a comma, a quote or a newline.
-    pub fn field(&self, field: &str, out: &mut Vec<u8>) {
+    /// Appends `field` to `out`, quoted if it holds a comma, a quote or a newline; returns whether
+    /// it was quoted.
+    pub fn field(&self, field: &str, out: &mut Vec<u8>) -> bool {
         let bytes = field.as_bytes();
         if !self.writer.should_quote(bytes) {
             out.extend_from_slice(bytes);
-            return;
+            return false;
         }
         out.push(b'"');
         let start = out.len();
@@ -43,6 +44,7 @@ impl CsvQuoting {
         let (_, _, written) = csv_core::quote(bytes, &mut out[start..], b'"', b'\\', true);
         out.truncate(start + written);
         out.push(b'"');
+        true
     }
 
     /// The header line of `names`.
@@ -150,8 +152,10 @@ impl CsvQuoting {
             }
             if i < n && !column.values.is_null(i) {
                 let value = column.values.value(i);
-                fields.line_breaks |= value.contains(['\n', '\r']);
-                self.field(value, &mut fields.bytes);
+                // Only a quoted value can hold one (a value is searched once more then only).
+                if self.field(value, &mut fields.bytes) {
+                    fields.line_breaks |= value.contains(['\n', '\r']);
+                }
             }
             if first && last && fields.bytes.len() == start {
                 // A line of one empty field is written `""`, as by arrow (csv's rule): an empty

@@ -531,17 +531,7 @@ fn status_change(
     location: &object_store::path::Path,
 ) -> Option<i128> {
     let path = local.path_to_filesystem(location).ok()?;
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some(i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        None
-    }
+    crate::input::status_change(&std::fs::metadata(path).ok()?)
 }
 
 /// Whether two batches are the same arrays (a memory table's insert, update or delete replaces
