@@ -2145,6 +2145,66 @@ fn a_named_pipe_input_is_refused() {
     ]);
     assert!(err.contains("not a regular file"), "{err}");
     assert!(!out.exists());
+    // Among the files of an input directory too, by its name (it was reported as a file missing
+    // from a stale listing cache).
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::copy("datasets/t1/t1.csv", data.join("a.csv")).unwrap();
+    std::fs::rename(&pipe, data.join("p.csv")).unwrap();
+    let err = fails(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--input",
+        data.to_str().unwrap(),
+        "--node",
+        "1,1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("p.csv") && err.contains("not a regular file"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// `CREATE EXTERNAL TABLE` over a named pipe in `pbg sql` fails at once, naming the pipe:
+/// DataFusion's local store opened it to infer its schema, which waits for a writer, and the
+/// command hung for good.
+#[test]
+fn a_named_pipe_table_in_sql_is_refused_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("p.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let sql = format!(
+        "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true'); SELECT count(*) FROM t;",
+        pipe.display()
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .args(["sql", "--quiet", "-c", &sql])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`pbg sql` waited on the named pipe");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{run:?}");
+    assert!(
+        err.contains("p.csv") && err.contains("not a regular file"),
+        "{err}"
+    );
 }
 
 /// A date hierarchy refuses a value that is not a day of the calendar, naming it and its row:

@@ -205,6 +205,14 @@ fn walk(
         if path.is_dir() {
             walk(&path, out, walked)?;
         } else {
+            // A named pipe among the files (DataFusion's listing skips it) was reported as a
+            // file missing from a stale listing cache.
+            if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
+                return Err(PbgError::Format {
+                    path,
+                    message: NOT_REGULAR.into(),
+                });
+            }
             out.push(path);
         }
     }
@@ -226,6 +234,11 @@ fn parts_below(file: &Path, base: &Path) -> Option<Vec<String>> {
             .collect(),
     )
 }
+
+/// Why a local path that is neither a file nor a directory (a named pipe, a device) is refused:
+/// opening a pipe waits for a writer, and its bytes come once where pbg reads a table more than
+/// once.
+pub(crate) const NOT_REGULAR: &str = "it is not a regular file (a named pipe or a device): pbg reads its input more than once (its schema, statistics, release, verification); write the rows to a file first";
 
 /// The format and the extension filter of a path input (the extension as spelled on disk:
 /// DataFusion filters files by a case-sensitive suffix).
@@ -264,7 +277,7 @@ pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
         // the next found "the table is empty".
         return Err(PbgError::Format {
             path: path.to_path_buf(),
-            message: "it is not a regular file (a named pipe or a device): pbg reads its input more than once (statistics, release, verification); write the rows to a file first".into(),
+            message: NOT_REGULAR.into(),
         });
     }
     if !meta.is_dir() {

@@ -29,6 +29,7 @@ use crate::error::{PbgError, Result};
 
 mod csv_scan;
 mod files;
+mod local_files;
 mod nested_text;
 mod quoting;
 mod runtime;
@@ -37,8 +38,8 @@ mod words;
 
 pub use csv_scan::{Begin, TextCsvFormat, TextDecoder, keyed_type};
 use files::check_files;
-pub(crate) use files::status_change;
 pub use files::{FileKind, InputStamps, kind_of, note_read, note_written_csv, was_read};
+pub(crate) use files::{NOT_REGULAR, status_change};
 pub(crate) use files::{first_record, has_glob, is_glob};
 use quoting::Quoting;
 pub use runtime::{block_on, runtime_handle};
@@ -462,7 +463,8 @@ pub fn new_context() -> SessionContext {
 /// A session of `config` on pbg's runtime: DataFusion's, without its list-files cache. That cache
 /// (on by default, without expiry) kept a directory's first listing for the life of a session:
 /// a file added later was never read, a removed one failed the scan by its name, and pbg's
-/// listing checks took the stale listing for files DataFusion skips.
+/// listing checks took the stale listing for files DataFusion skips. Its local files are read
+/// through a store that refuses named pipes and devices (see `local_files`).
 pub fn context_with(config: SessionConfig) -> SessionContext {
     use datafusion::execution::cache::cache_manager::CacheManagerConfig;
     use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -470,7 +472,14 @@ pub fn context_with(config: SessionConfig) -> SessionContext {
         .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
         .build_arc();
     match runtime {
-        Ok(runtime) => SessionContext::new_with_config_rt(config, runtime),
+        Ok(runtime) => {
+            // Local files through a store that refuses named pipes and devices rather than
+            // opening them (which waits for a writer: `CREATE EXTERNAL TABLE` hung).
+            if let Ok(url) = url::Url::parse("file://") {
+                runtime.register_object_store(&url, Arc::new(local_files::RegularFiles::default()));
+            }
+            SessionContext::new_with_config_rt(config, runtime)
+        }
         // Building a runtime of default parts does not fail; DataFusion's own is the fallback.
         Err(_) => SessionContext::new_with_config(config),
     }

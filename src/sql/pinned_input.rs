@@ -412,10 +412,9 @@ fn refuse_special_file(url: &ListingTableUrl) -> Result<()> {
         return Ok(());
     };
     match std::fs::metadata(&path) {
-        Ok(m) if !m.is_file() && !m.is_dir() => plan_err!(
-            "{} is not a regular file (a named pipe or a device): pbg reads a table more than once (statistics, release); write the rows to a file first",
-            path.display()
-        ),
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            plan_err!("{}: {}", path.display(), crate::input::NOT_REGULAR)
+        }
         _ => Ok(()),
     }
 }

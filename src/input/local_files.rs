@@ -1,0 +1,162 @@
+//! The store of local files in pbg's sessions: object_store's own, except that a path which is
+//! neither a file nor a directory (a named pipe, a device) is refused instead of opened. Opening a
+//! named pipe waits for a writer, so `CREATE EXTERNAL TABLE` over one hung `pbg sql` for good;
+//! and its bytes come once, while a table is read more than once (its schema, then its rows).
+
+use std::fmt;
+use std::ops::Range;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+};
+
+use super::files::NOT_REGULAR;
+
+/// object_store's local file system, refusing to open what is not a regular file.
+#[derive(Debug, Default)]
+pub struct RegularFiles {
+    local: LocalFileSystem,
+}
+
+impl fmt::Display for RegularFiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RegularFiles({})", self.local)
+    }
+}
+
+impl RegularFiles {
+    /// Fails if `location` names a named pipe or a device (a missing file is left to the store,
+    /// which says so in its own terms). Only its status is read: nothing is opened.
+    fn refuse_special(&self, location: &Path) -> object_store::Result<()> {
+        let path = self.local.path_to_filesystem(location)?;
+        match std::fs::metadata(&path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => Err(object_store::Error::Generic {
+                store: "local",
+                source: format!("{}: {NOT_REGULAR}", path.display()).into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for RegularFiles {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.local.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.local.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.refuse_special(location)?;
+        self.local.get_opts(location, options).await
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<bytes::Bytes>> {
+        self.refuse_special(location)?;
+        self.local.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.local.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.local.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.local.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.local.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: RenameOptions,
+    ) -> object_store::Result<()> {
+        self.local.rename_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::ObjectStoreExt;
+
+    /// A named pipe is refused at once, by name, where opening it would wait for a writer; a
+    /// file reads as before.
+    #[test]
+    fn a_named_pipe_is_refused_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("p.csv");
+        let made = std::process::Command::new("mkfifo").arg(&pipe).status();
+        assert!(made.unwrap().success());
+        let file = dir.path().join("f.csv");
+        std::fs::write(&file, "a\n1\n").unwrap();
+        let store = RegularFiles::default();
+        let at = |p: &std::path::Path| Path::from_filesystem_path(p).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (pipe_at, file_at) = (at(&pipe), at(&file));
+        std::thread::spawn(move || {
+            let got = futures::executor::block_on(async {
+                (
+                    store.get(&pipe_at).await.map(|_| ()),
+                    store.get_ranges(&pipe_at, &[0..1, 2..3]).await.map(|_| ()),
+                    match store.get(&file_at).await {
+                        Ok(got) => got.bytes().await,
+                        Err(e) => Err(e),
+                    },
+                )
+            });
+            let _ = tx.send(got);
+        });
+        let (get, ranges, file) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the store opened the pipe and waited for a writer");
+        for e in [get.unwrap_err(), ranges.unwrap_err()] {
+            let e = e.to_string();
+            assert!(
+                e.contains("p.csv") && e.contains("not a regular file"),
+                "{e}"
+            );
+        }
+        assert_eq!(&file.unwrap()[..], b"a\n1\n");
+    }
+}
