@@ -2168,6 +2168,128 @@ fn a_named_pipe_input_is_refused() {
     assert!(!out.exists());
 }
 
+/// A named pipe beside the files of a glob input changes nothing of its checks (an attack
+/// round found that one anywhere under the glob's base turned off the check of files the
+/// listing leaves out and the input's stamps: half the rows were released, "verified"); a pipe
+/// the glob matches, or a symbolic link to nothing in an input directory, is refused by name
+/// (they were reported as left out by a partition rule or a stale listing cache).
+#[test]
+fn special_files_in_glob_and_directory_inputs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |p: &str| dir.path().join(p);
+    let mkfifo = |p: &std::path::Path| {
+        let made = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    let out = at("o.csv");
+    let run = |input: &std::path::Path| {
+        fails(&[
+            "anonymize",
+            "datasets/t1/t1.toml",
+            "--input",
+            input.to_str().unwrap(),
+            "--node",
+            "1,1",
+            "--output",
+            out.to_str().unwrap(),
+        ])
+    };
+    // `lake/*/*.csv` over a partition directory: the listing leaves its file out, pipe or not.
+    for d in ["lake/plain", "lake/year=2020"] {
+        std::fs::create_dir_all(at(d)).unwrap();
+        std::fs::copy("datasets/t1/t1.csv", at(d).join("a.csv")).unwrap();
+    }
+    mkfifo(&at("lake/notes.txt"));
+    let err = run(&at("lake/*/*.csv"));
+    assert!(err.contains("DataFusion's listing leaves it out"), "{err}");
+    assert!(!out.exists());
+    // A pipe the glob matches.
+    std::fs::create_dir(at("d1")).unwrap();
+    std::fs::copy("datasets/t1/t1.csv", at("d1/a.csv")).unwrap();
+    mkfifo(&at("d1/p.csv"));
+    let err = run(&at("d1/*.csv"));
+    assert!(
+        err.contains("d1/p.csv") && err.contains("not a regular file"),
+        "{err}"
+    );
+    // A symbolic link to nothing among a directory's files.
+    std::fs::create_dir(at("d2")).unwrap();
+    std::fs::copy("datasets/t1/t1.csv", at("d2/a.csv")).unwrap();
+    std::os::unix::fs::symlink(at("d2/gone.csv"), at("d2/b.csv")).unwrap();
+    let err = run(&at("d2"));
+    assert!(
+        err.contains("d2/b.csv") && err.contains("symbolic link to"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// An output path that is a named pipe (or a device) is refused and left as it is: the release's
+/// rename into place replaced it (as root, `--output /dev/null` replaced the system's
+/// /dev/null). The same for `COPY ... TO` in `pbg sql`.
+#[test]
+fn an_output_that_is_a_named_pipe_is_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("o.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = fails(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--node",
+        "1,1",
+        "--output",
+        pipe.to_str().unwrap(),
+    ]);
+    assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
+    let sql = format!("COPY (SELECT 1 AS a) TO '{}' STORED AS CSV", pipe.display());
+    let err = fails(&["sql", "--quiet", "-c", &sql]);
+    assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
+    let kind = std::fs::symlink_metadata(&pipe).unwrap().file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
+}
+
+/// A hierarchy given as a pipe (`--qi age=<(...)`, a named pipe) is read once, whole, and works
+/// as the same file does: it was read three times and sought back, which failed with "Illegal
+/// seek".
+#[test]
+fn a_hierarchy_from_a_pipe_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("age.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let hierarchy = "26;(25,35];*\n28;(25,35];*\n31;(25,35];*\n39;(35,45];*\n41;(35,45];*\n42;(35,45];*\n47;(45,55];*\n49;(45,55];*\n50;(45,55];*\n55;(45,55];*\n";
+    let file = dir.path().join("age-file.csv");
+    std::fs::write(&file, hierarchy).unwrap();
+    let writer = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::write(pipe, hierarchy))
+    };
+    let lattice = |h: &std::path::Path| {
+        let run = pbg(&[
+            "lattice",
+            "datasets/t1/t1.toml",
+            "--qi",
+            &format!("age={}", h.display()),
+        ]);
+        assert!(run.status.success(), "{run:?}");
+        run.stdout
+    };
+    let from_pipe = lattice(&pipe);
+    writer.join().unwrap().unwrap();
+    assert_eq!(from_pipe, lattice(&file));
+}
+
 /// `CREATE EXTERNAL TABLE` over a named pipe in `pbg sql` fails at once, naming the pipe:
 /// DataFusion's local store opened it to infer its schema, which waits for a writer, and the
 /// command hung for good.

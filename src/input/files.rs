@@ -205,14 +205,6 @@ fn walk(
         if path.is_dir() {
             walk(&path, out, walked)?;
         } else {
-            // A named pipe among the files (DataFusion's listing skips it) was reported as a
-            // file missing from a stale listing cache.
-            if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
-                return Err(PbgError::Format {
-                    path,
-                    message: NOT_REGULAR.into(),
-                });
-            }
             out.push(path);
         }
     }
@@ -238,7 +230,40 @@ fn parts_below(file: &Path, base: &Path) -> Option<Vec<String>> {
 /// Why a local path that is neither a file nor a directory (a named pipe, a device) is refused:
 /// opening a pipe waits for a writer, and its bytes come once where pbg reads a table more than
 /// once.
-pub(crate) const NOT_REGULAR: &str = "it is not a regular file (a named pipe or a device): pbg reads its input more than once (its schema, statistics, release, verification); write the rows to a file first";
+pub(crate) const NOT_REGULAR: &str = "it is not a regular file (a named pipe or a device): its bytes can be read once, and pbg reads a table more than once (its schema, its statistics, the release, the verification); write the rows to a file first";
+
+/// Why an output path that is a named pipe or a device is refused: outputs are written to a
+/// temporary file renamed into place, which would replace it.
+pub(crate) const NOT_WRITABLE: &str = "it is a named pipe or a device, not a regular file: an output is written to a temporary file and renamed into place, which would replace it; name a regular file";
+
+/// Why a file of an input that DataFusion's listing leaves out is left out, when that is no
+/// fault of the listing: it is not a regular file (DataFusion lists regular files only), or it
+/// cannot be looked at (a symbolic link to nothing). Without it, such a file was reported as
+/// missing from a stale listing cache, or as left out by a partition-directory rule.
+fn unlisted_reason(file: &Path) -> Option<String> {
+    match std::fs::metadata(file) {
+        Ok(m) if m.is_file() => None,
+        Ok(_) => Some(NOT_REGULAR.into()),
+        Err(e) => Some(match std::fs::read_link(file) {
+            Ok(target) => format!(
+                "it is a symbolic link to {}, which cannot be read ({e}): fix the link or remove it",
+                target.display()
+            ),
+            Err(_) => format!("it cannot be read ({e})"),
+        }),
+    }
+}
+
+/// The first of `files` (of an input, left out by DataFusion's listing) that [`unlisted_reason`]
+/// explains, as the error naming it.
+fn unlisted_error<'a>(files: impl IntoIterator<Item = &'a PathBuf>) -> Option<PbgError> {
+    files.into_iter().find_map(|f| {
+        unlisted_reason(f).map(|message| PbgError::Format {
+            path: f.clone(),
+            message,
+        })
+    })
+}
 
 /// The format and the extension filter of a path input (the extension as spelled on disk:
 /// DataFusion filters files by a case-sensitive suffix).
@@ -382,10 +407,10 @@ fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The fields of the first record of a CSV file (at least one: an empty field if the file holds
-/// no record), see [`record_fields`].
-pub(crate) fn first_record(path: &Path, delimiter: u8) -> Result<Vec<String>> {
-    Ok(record_fields(path, delimiter)?.unwrap_or_else(|| vec![String::new()]))
+/// The fields of the first record of the CSV bytes `text` of `path` (at least one: an empty
+/// field if it holds no record), see [`record_fields`].
+pub(crate) fn first_record(text: &[u8], path: &Path, delimiter: u8) -> Result<Vec<String>> {
+    Ok(fields_read(text, path, delimiter)?.unwrap_or_else(|| vec![String::new()]))
 }
 
 /// The fields of the first record of a CSV file, `None` if it holds none (empty, or blank lines
@@ -395,9 +420,17 @@ pub(crate) fn first_record(path: &Path, delimiter: u8) -> Result<Vec<String>> {
 /// not UTF-8 is refused (a column name made of replacement characters would be released, and two
 /// files' different bytes would read as one name).
 fn record_fields(path: &Path, delimiter: u8) -> Result<Option<Vec<String>>> {
+    let file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
+    fields_read(file, path, delimiter)
+}
+
+/// [`record_fields`] of the bytes `file` reads (those of `path`).
+fn fields_read(
+    mut file: impl std::io::Read,
+    path: &Path,
+    delimiter: u8,
+) -> Result<Option<Vec<String>>> {
     use csv_core::{ReadRecordResult, ReaderBuilder};
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| PbgError::io(path, e))?;
     let mut reader = ReaderBuilder::new().delimiter(delimiter).build();
     let mut chunk = vec![0u8; 8192];
     let (mut at, mut filled) = (0, 0);
@@ -653,7 +686,9 @@ pub(super) async fn check_files(
         .collect();
     files.sort();
     if let Some((left, base)) = glob_left_out(url, ext, &files) {
-        return Err(left_out(path, url, ext, &left, &base));
+        return Err(
+            unlisted_error([&left]).unwrap_or_else(|| left_out(path, url, ext, &left, &base))
+        );
     }
     let base = url.get_url().to_file_path().ok();
     if let Some(base) = &base {
@@ -679,6 +714,9 @@ pub(super) async fn check_files(
                     .any(|g| g.canonicalize().unwrap_or_else(|_| g.clone()) == f)
             })
             .collect();
+        if let Some(e) = unlisted_error(skipped.iter().copied()) {
+            return Err(e);
+        }
         if let Some(first) = skipped.first() {
             // A file directly in the directory is skipped by no rule: the listing is stale.
             let message = match first.parent() == Some(path) {
@@ -785,6 +823,24 @@ fn same_set(a: &[String], b: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    /// The stamps of a glob input, and the files it matches, are taken whatever else its base
+    /// directory holds: a named pipe there made the walk fail, which turned both checks off.
+    #[test]
+    fn a_named_pipe_beside_a_glob_leaves_its_checks_on() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.csv"), "x\n1\n").unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("notes.txt"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let glob = dir.path().join("*.csv");
+        let stamps = input_stamps(&glob).expect("the glob's files were stamped");
+        assert_eq!(stamps.len(), 1);
+        let (files, _) = glob_files(&listing_url(&glob).unwrap(), ".csv").unwrap();
+        assert_eq!(files, vec![dir.path().join("a.csv")]);
+    }
     use super::*;
 
     /// The header of `bytes` written to a scratch file.

@@ -1,7 +1,9 @@
 //! The store of local files in pbg's sessions: object_store's own, except that a path which is
-//! neither a file nor a directory (a named pipe, a device) is refused instead of opened. Opening a
-//! named pipe waits for a writer, so `CREATE EXTERNAL TABLE` over one hung `pbg sql` for good;
-//! and its bytes come once, while a table is read more than once (its schema, then its rows).
+//! neither a file nor a directory (a named pipe, a device) is refused instead of opened or written.
+//! Opening a named pipe waits for a writer, so `CREATE EXTERNAL TABLE` over one hung `pbg sql` for
+//! good; its bytes come once, while a table is read more than once (its schema, then its rows);
+//! and a write (`COPY ... TO`) renames a staged file over the path, which replaced the pipe or
+//! the device.
 
 use std::fmt;
 use std::ops::Range;
@@ -15,7 +17,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
 };
 
-use super::files::NOT_REGULAR;
+use super::files::{NOT_REGULAR, NOT_WRITABLE};
 
 /// object_store's local file system, refusing to open what is not a regular file.
 #[derive(Debug, Default)]
@@ -30,14 +32,14 @@ impl fmt::Display for RegularFiles {
 }
 
 impl RegularFiles {
-    /// Fails if `location` names a named pipe or a device (a missing file is left to the store,
-    /// which says so in its own terms). Only its status is read: nothing is opened.
-    fn refuse_special(&self, location: &Path) -> object_store::Result<()> {
+    /// Fails with `why` if `location` names a named pipe or a device (a missing file is left to
+    /// the store, which says so in its own terms). Only its status is read: nothing is opened.
+    fn refuse_special(&self, location: &Path, why: &str) -> object_store::Result<()> {
         let path = self.local.path_to_filesystem(location)?;
         match std::fs::metadata(&path) {
             Ok(m) if !m.is_file() && !m.is_dir() => Err(object_store::Error::Generic {
                 store: "local",
-                source: format!("{}: {NOT_REGULAR}", path.display()).into(),
+                source: format!("{}: {why}", path.display()).into(),
             }),
             _ => Ok(()),
         }
@@ -52,6 +54,7 @@ impl ObjectStore for RegularFiles {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
+        self.refuse_special(location, NOT_WRITABLE)?;
         self.local.put_opts(location, payload, opts).await
     }
 
@@ -60,6 +63,7 @@ impl ObjectStore for RegularFiles {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.refuse_special(location, NOT_WRITABLE)?;
         self.local.put_multipart_opts(location, opts).await
     }
 
@@ -68,7 +72,7 @@ impl ObjectStore for RegularFiles {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
-        self.refuse_special(location)?;
+        self.refuse_special(location, NOT_REGULAR)?;
         self.local.get_opts(location, options).await
     }
 
@@ -77,7 +81,7 @@ impl ObjectStore for RegularFiles {
         location: &Path,
         ranges: &[Range<u64>],
     ) -> object_store::Result<Vec<bytes::Bytes>> {
-        self.refuse_special(location)?;
+        self.refuse_special(location, NOT_REGULAR)?;
         self.local.get_ranges(location, ranges).await
     }
 
@@ -120,8 +124,8 @@ mod tests {
     use super::*;
     use object_store::ObjectStoreExt;
 
-    /// A named pipe is refused at once, by name, where opening it would wait for a writer; a
-    /// file reads as before.
+    /// A named pipe is refused at once, by name, where opening it would wait for a writer, and
+    /// is not written over (a write renamed a staged file over it); a file reads as before.
     #[test]
     fn a_named_pipe_is_refused_not_opened() {
         let dir = tempfile::tempdir().unwrap();
@@ -139,6 +143,7 @@ mod tests {
                 (
                     store.get(&pipe_at).await.map(|_| ()),
                     store.get_ranges(&pipe_at, &[0..1, 2..3]).await.map(|_| ()),
+                    store.put(&pipe_at, "a\n".into()).await.map(|_| ()),
                     match store.get(&file_at).await {
                         Ok(got) => got.bytes().await,
                         Err(e) => Err(e),
@@ -147,16 +152,15 @@ mod tests {
             });
             let _ = tx.send(got);
         });
-        let (get, ranges, file) = rx
+        let (get, ranges, put, file) = rx
             .recv_timeout(std::time::Duration::from_secs(20))
             .expect("the store opened the pipe and waited for a writer");
-        for e in [get.unwrap_err(), ranges.unwrap_err()] {
+        for e in [get.unwrap_err(), ranges.unwrap_err(), put.unwrap_err()] {
             let e = e.to_string();
-            assert!(
-                e.contains("p.csv") && e.contains("not a regular file"),
-                "{e}"
-            );
+            assert!(e.contains("p.csv") && e.contains("named pipe"), "{e}");
         }
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&pipe).unwrap().file_type().is_fifo());
         assert_eq!(&file.unwrap()[..], b"a\n1\n");
     }
 }

@@ -80,6 +80,14 @@ impl AtomicFile {
                 ),
             ));
         }
+        // The rename into place would replace a named pipe or a device (as root, `--output
+        // /dev/null` replaced the system's /dev/null with the release).
+        if std::fs::metadata(target).is_ok_and(|m| !m.is_file()) {
+            return Err(PbgError::io(
+                target,
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, crate::input::NOT_WRITABLE),
+            ));
+        }
         // Keep the extension last so format detection by extension still works on the temp file.
         // A name already taken (by an input named so, or another output of this run) is never
         // written over: the next free one is used.

@@ -226,6 +226,16 @@ impl AnalyzerRule for CopyGuard {
             }
             _ => PathBuf::from(&copy.output_url),
         };
+        // Written to a staged file renamed over the target, a named pipe or a device would be
+        // replaced (the store refuses it too, but DataFusion's writer reports that only as a
+        // failure to finalize its writes).
+        if std::fs::metadata(&output).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            return Err(DataFusionError::Plan(format!(
+                "COPY: {}: {}",
+                output.display(),
+                crate::input::NOT_WRITABLE
+            )));
+        }
         let partitioned = !copy.partition_by.is_empty();
         let sources = scanned_paths(&copy.input, false)?;
         self.refuse_write_over("COPY", &output, partitioned, sources, true)?;

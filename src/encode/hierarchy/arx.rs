@@ -1,7 +1,5 @@
 //! ARX-format hierarchy files: no header, one row per leaf, `;` or `,` separated.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,21 +20,29 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
         message,
     };
     crate::input::note_read(path);
-    let mut file = File::open(path).map_err(|e| PbgError::io(path, e))?;
-    let mut first = String::new();
-    BufReader::new(&mut file)
-        .read_line(&mut first)
-        .map_err(|e| PbgError::io(path, e))?;
+    // Read once, whole: a hierarchy given as a pipe (`--qi age=<(...)`) cannot be read again
+    // (its second read failed with "Illegal seek").
+    let text = std::fs::read(path).map_err(|e| PbgError::io(path, e))?;
+    let line = text.split_inclusive(|&b| b == b'\n').next().unwrap_or(&[]);
+    let first = std::str::from_utf8(line).map_err(|_| {
+        PbgError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ),
+        )
+    })?;
     if first.trim().is_empty() {
         return Err(err("the file is empty or starts with an empty line".into()));
     }
     // The first record as arrow will read it: quoted labels may hold either separator and line
     // breaks, and only separators outside quotes split it.
-    let by_semicolon = first_record(path, b';')?.len();
+    let by_semicolon = first_record(&text, path, b';')?.len();
     let (delimiter, width) = if by_semicolon > 1 {
         (b';', by_semicolon)
     } else {
-        (b',', first_record(path, b',')?.len())
+        (b',', first_record(&text, path, b',')?.len())
     };
     // A quote left open swallows the rest of the file into one field.
     if width == 1 && first.contains('"') {
@@ -53,8 +59,6 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
             "its first line has no `;` or `,` but a {name}: the delimiter is probably wrong (ARX hierarchy files separate levels with `;` or `,`)"
         )));
     }
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| PbgError::io(path, e))?;
     let schema = Arc::new(Schema::new(
         (0..width)
             .map(|i| Field::new(format!("level{i}"), DataType::Utf8, true))
@@ -63,7 +67,7 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
     let reader = ReaderBuilder::new(schema)
         .with_header(false)
         .with_delimiter(delimiter)
-        .build(file)
+        .build(text.as_slice())
         .map_err(|e| err(e.to_string()))?;
     let mut rows: Vec<Vec<String>> = Vec::new();
     for batch in reader {
