@@ -2224,6 +2224,14 @@ fn special_files_in_glob_and_directory_inputs_are_named() {
         err.contains("d2/b.csv") && err.contains("symbolic link to"),
         "{err}"
     );
+    // A directory whose one CSV is a pipe (it was "no files match").
+    std::fs::create_dir(at("d3")).unwrap();
+    mkfifo(&at("d3/x.csv"));
+    let err = run(&at("d3"));
+    assert!(
+        err.contains("d3/x.csv") && err.contains("not a regular file"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 
@@ -2258,7 +2266,7 @@ fn an_output_that_is_a_named_pipe_is_not_replaced() {
 
 /// A hierarchy given as a pipe (`--qi age=<(...)`, a named pipe) is read once, whole, and works
 /// as the same file does: it was read three times and sought back, which failed with "Illegal
-/// seek".
+/// seek". Loaded again in the same process, its bytes are those first read.
 #[test]
 fn a_hierarchy_from_a_pipe_is_read_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -2288,6 +2296,28 @@ fn a_hierarchy_from_a_pipe_is_read_once() {
     let from_pipe = lattice(&pipe);
     writer.join().unwrap().unwrap();
     assert_eq!(from_pipe, lattice(&file));
+    // `pbg sql` loads a profile's hierarchies again for each function call: the pipe's bytes
+    // are kept (its second load found it empty, or waited for good for a writer gone).
+    let writer = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::write(pipe, hierarchy))
+    };
+    let sql = |h: &std::path::Path| {
+        let run = pbg(&[
+            "sql",
+            "datasets/t1/t1.toml",
+            "--quiet",
+            "--qi",
+            &format!("age={}", h.display()),
+            "-c",
+            "SELECT k FROM pbg_evaluate('t1', '1,1'); SELECT k FROM pbg_evaluate('t1', '0,1')",
+        ]);
+        assert!(run.status.success(), "{run:?}");
+        run.stdout
+    };
+    let from_pipe = sql(&pipe);
+    writer.join().unwrap().unwrap();
+    assert_eq!(from_pipe, sql(&file));
 }
 
 /// `CREATE EXTERNAL TABLE` over a named pipe in `pbg sql` fails at once, naming the pipe:

@@ -694,12 +694,6 @@ pub(super) async fn check_files(
     if let Some(base) = &base {
         check_listed(path, url, &files, base)?;
     }
-    if files.is_empty() {
-        return Err(PbgError::Format {
-            path: path.to_path_buf(),
-            message: format!("no files match (extension `{ext}`)"),
-        });
-    }
     if path.is_dir() {
         // Every data file under the directory must be one DataFusion reads.
         let mut all = Vec::new();
@@ -736,6 +730,12 @@ pub(super) async fn check_files(
                 message,
             });
         }
+    }
+    if files.is_empty() {
+        return Err(PbgError::Format {
+            path: path.to_path_buf(),
+            message: format!("no files match (extension `{ext}`)"),
+        });
     }
     for f in &files {
         note_read(f);

@@ -80,14 +80,7 @@ impl AtomicFile {
                 ),
             ));
         }
-        // The rename into place would replace a named pipe or a device (as root, `--output
-        // /dev/null` replaced the system's /dev/null with the release).
-        if std::fs::metadata(target).is_ok_and(|m| !m.is_file()) {
-            return Err(PbgError::io(
-                target,
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, crate::input::NOT_WRITABLE),
-            ));
-        }
+        refuse_special_target(target)?;
         // Keep the extension last so format detection by extension still works on the temp file.
         // A name already taken (by an input named so, or another output of this run) is never
         // written over: the next free one is used.
@@ -163,6 +156,9 @@ impl AtomicFile {
             None => sync_path(&self.temp),
         };
         synced.map_err(|e| PbgError::io(&self.temp, e))?;
+        // Checked again at the last moment: a named pipe or a device made there during the run
+        // was replaced by the release (`new` saw none).
+        refuse_special_target(&self.target)?;
         std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
         self.committed = true;
         // What this run wrote is kept like what it read from any later cleanup of this run.
@@ -177,6 +173,19 @@ impl AtomicFile {
             remove_stale(dir, &name.to_string_lossy());
         }
         Ok(())
+    }
+}
+
+/// Fails if `target` is a named pipe or a device (also through a symbolic link): the rename into
+/// place would replace it (as root, `--output /dev/null` replaced the system's /dev/null with
+/// the release).
+fn refuse_special_target(target: &Path) -> Result<()> {
+    match std::fs::metadata(target) {
+        Ok(m) if !m.is_file() && !m.is_dir() => Err(PbgError::io(
+            target,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, crate::input::NOT_WRITABLE),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -449,6 +458,27 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A named pipe made where the output goes while the run writes is not replaced: the commit
+    /// looks again, fails naming it, and leaves the pipe and no temporary file.
+    #[test]
+    fn a_pipe_made_over_the_target_during_the_run_is_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let (dir, target, out) = over_old_target();
+        std::fs::write(out.temp_path(), "new\n").unwrap();
+        std::fs::remove_file(&target).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&target)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let temp = out.temp_path().to_path_buf();
+        let e = out.commit().unwrap_err().to_string();
+        assert!(e.contains("out.csv") && e.contains("named pipe"), "{e}");
+        assert!(std::fs::metadata(&target).unwrap().file_type().is_fifo());
+        assert!(!temp.exists());
+        drop(dir);
+    }
 
     /// A scratch directory (removed when dropped) holding `out.csv` = "old\n", and an atomic
     /// file planned over it.

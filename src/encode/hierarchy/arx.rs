@@ -1,7 +1,8 @@
 //! ARX-format hierarchy files: no header, one row per leaf, `;` or `,` separated.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use arrow::array::{Array, AsArray};
 use arrow::csv::ReaderBuilder;
@@ -10,6 +11,42 @@ use arrow::datatypes::{DataType, Field, Schema};
 use super::Hierarchy;
 use crate::error::{PbgError, Result};
 use crate::input::first_record;
+
+/// The bytes of hierarchy files that are pipes, by the pipe (device and inode), as first read:
+/// a pipe gives its bytes once, and a session loads a profile's hierarchies again for each
+/// function call (`pbg sql`'s second load found the pipe empty, or waited for a writer gone).
+static PIPED: LazyLock<Mutex<PipedBytes>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A pipe's bytes by its (device, inode).
+type PipedBytes = HashMap<(u64, u64), Arc<[u8]>>;
+
+/// The bytes of the hierarchy file `path`, read once and whole (`--qi age=<(...)` is a pipe: it
+/// was read three times and sought back, which failed with "Illegal seek"); a pipe's bytes are
+/// kept for the next load of it.
+fn hierarchy_bytes(path: &Path) -> Result<Arc<[u8]>> {
+    let io = |e| PbgError::io(path, e);
+    // Its status only: opening a named pipe waits for a writer.
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.is_file() {
+        return Ok(std::fs::read(path).map_err(io)?.into());
+    }
+    #[cfg(unix)]
+    let key = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    };
+    // Elsewhere no (device, inode) tells one pipe from the next: read as it comes.
+    #[cfg(not(unix))]
+    return Ok(std::fs::read(path).map_err(io)?.into());
+    // A poisoned lock still holds whole entries: each is inserted in one step.
+    let mut piped = PIPED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(bytes) = piped.get(&key) {
+        return Ok(bytes.clone());
+    }
+    let bytes: Arc<[u8]> = std::fs::read(path).map_err(io)?.into();
+    piped.insert(key, bytes.clone());
+    Ok(bytes)
+}
 
 /// Loads an ARX hierarchy CSV for `column`; the delimiter is `;` if the first line has one, else `,`.
 pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
@@ -20,19 +57,10 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
         message,
     };
     crate::input::note_read(path);
-    // Read once, whole: a hierarchy given as a pipe (`--qi age=<(...)`) cannot be read again
-    // (its second read failed with "Illegal seek").
-    let text = std::fs::read(path).map_err(|e| PbgError::io(path, e))?;
+    let text = hierarchy_bytes(path)?;
     let line = text.split_inclusive(|&b| b == b'\n').next().unwrap_or(&[]);
-    let first = std::str::from_utf8(line).map_err(|_| {
-        PbgError::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ),
-        )
-    })?;
+    let first = std::str::from_utf8(line)
+        .map_err(|_| err("its first line is not UTF-8 text: save the file as UTF-8".into()))?;
     if first.trim().is_empty() {
         return Err(err("the file is empty or starts with an empty line".into()));
     }
@@ -67,7 +95,7 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
     let reader = ReaderBuilder::new(schema)
         .with_header(false)
         .with_delimiter(delimiter)
-        .build(text.as_slice())
+        .build(&text[..])
         .map_err(|e| err(e.to_string()))?;
     let mut rows: Vec<Vec<String>> = Vec::new();
     for batch in reader {
