@@ -2257,6 +2257,15 @@ fn an_output_that_is_a_named_pipe_is_not_replaced() {
         pipe.to_str().unwrap(),
     ]);
     assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
+    let err = fails(&[
+        "lattice",
+        "datasets/t1/t1.toml",
+        "--format",
+        "csv",
+        "--out",
+        pipe.to_str().unwrap(),
+    ]);
+    assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
     let sql = format!("COPY (SELECT 1 AS a) TO '{}' STORED AS CSV", pipe.display());
     let err = fails(&["sql", "--quiet", "-c", &sql]);
     assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");

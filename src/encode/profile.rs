@@ -340,8 +340,11 @@ impl Profile {
         Ok(())
     }
 
-    /// [`Profile::protect`] for a path given as argument `name` (`out`, `plot`, `report`).
+    /// [`Profile::protect`] for a path given as argument `name` (`out`, `plot`, `report`), which
+    /// must not be a named pipe or a device either.
     pub fn protect_as(&self, output: &Path, name: &str) -> Result<()> {
+        // Before the work, not only at its end (a lattice was computed whole, then refused).
+        crate::io::refuse_special_target(output)?;
         self.protect(output).map_err(|e| e.for_argument(name))
     }
 

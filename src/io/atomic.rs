@@ -179,7 +179,7 @@ impl AtomicFile {
 /// Fails if `target` is a named pipe or a device (also through a symbolic link): the rename into
 /// place would replace it (as root, `--output /dev/null` replaced the system's /dev/null with
 /// the release).
-fn refuse_special_target(target: &Path) -> Result<()> {
+pub fn refuse_special_target(target: &Path) -> Result<()> {
     match std::fs::metadata(target) {
         Ok(m) if !m.is_file() && !m.is_dir() => Err(PbgError::io(
             target,

@@ -6,7 +6,8 @@ mod read;
 mod write;
 
 pub use atomic::{
-    AtomicFile, refuse_overwrite, refuse_partitioned_over, same_path, write_text_atomic,
+    AtomicFile, refuse_overwrite, refuse_partitioned_over, refuse_special_target, same_path,
+    write_text_atomic,
 };
 pub use csv_text::CsvQuoting;
 pub use read::{Table, column_index, read_table, read_table_in};
