@@ -823,6 +823,7 @@ fn same_set(a: &[String], b: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// The stamps of a glob input, and the files it matches, are taken whatever else its base
     /// directory holds: a named pipe there made the walk fail, which turned both checks off.
@@ -841,7 +842,6 @@ mod tests {
         let (files, _) = glob_files(&listing_url(&glob).unwrap(), ".csv").unwrap();
         assert_eq!(files, vec![dir.path().join("a.csv")]);
     }
-    use super::*;
 
     /// The header of `bytes` written to a scratch file.
     fn header_of(name: &str, bytes: &[u8], delimiter: u8) -> Vec<String> {
