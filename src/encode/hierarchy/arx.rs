@@ -12,13 +12,17 @@ use super::Hierarchy;
 use crate::error::{PbgError, Result};
 use crate::input::first_record;
 
-/// The bytes of hierarchy files that are pipes, by the pipe (device and inode), as first read:
-/// a pipe gives its bytes once, and a session loads a profile's hierarchies again for each
-/// function call (`pbg sql`'s second load found the pipe empty, or waited for a writer gone).
+/// The hierarchy files that are pipes, by the pipe (device and inode), with the bytes first read
+/// from them: a pipe gives its bytes once, and a session loads a profile's hierarchies again for
+/// each function call (`pbg sql`'s second load found the pipe empty, or waited for a writer gone).
+/// Each pipe is held open, so its inode cannot be given to another pipe while its entry lives: a
+/// pipe removed and another made at once got the same inode, and the old bytes.
+#[cfg(unix)]
 static PIPED: LazyLock<Mutex<PipedBytes>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// A pipe's bytes by its (device, inode).
-type PipedBytes = HashMap<(u64, u64), Arc<[u8]>>;
+/// A pipe (held open) and its bytes, by its (device, inode).
+#[cfg(unix)]
+type PipedBytes = HashMap<(u64, u64), (std::fs::File, Arc<[u8]>)>;
 
 /// The bytes of the hierarchy file `path`, read once and whole (`--qi age=<(...)` is a pipe: it
 /// was read three times and sought back, which failed with "Illegal seek"); a pipe's bytes are
@@ -30,22 +34,37 @@ fn hierarchy_bytes(path: &Path) -> Result<Arc<[u8]>> {
     if meta.is_file() {
         return Ok(std::fs::read(path).map_err(io)?.into());
     }
-    #[cfg(unix)]
-    let key = {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    };
-    // Elsewhere no (device, inode) tells one pipe from the next: read as it comes.
-    #[cfg(not(unix))]
-    return Ok(std::fs::read(path).map_err(io)?.into());
+    piped_bytes(path, &meta)
+}
+
+/// [`hierarchy_bytes`] of a pipe (`meta`: its status), kept in [`PIPED`].
+#[cfg(unix)]
+fn piped_bytes(path: &Path, meta: &std::fs::Metadata) -> Result<Arc<[u8]>> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let io = |e| PbgError::io(path, e);
     // A poisoned lock still holds whole entries: each is inserted in one step.
     let mut piped = PIPED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(bytes) = piped.get(&key) {
+    // Held open, a kept pipe's inode is its own: the same (device, inode) is the same pipe.
+    if let Some((_, bytes)) = piped.get(&(meta.dev(), meta.ino())) {
         return Ok(bytes.clone());
     }
-    let bytes: Arc<[u8]> = std::fs::read(path).map_err(io)?.into();
-    piped.insert(key, bytes.clone());
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io)?;
+    // The pipe as opened (the path may name another by now).
+    let opened = file.metadata().map_err(io)?;
+    let bytes: Arc<[u8]> = bytes.into();
+    piped.insert((opened.dev(), opened.ino()), (file, bytes.clone()));
     Ok(bytes)
+}
+
+/// Elsewhere no (device, inode) tells one pipe from the next: read as it comes.
+#[cfg(not(unix))]
+fn piped_bytes(path: &Path, _meta: &std::fs::Metadata) -> Result<Arc<[u8]>> {
+    Ok(std::fs::read(path)
+        .map_err(|e| PbgError::io(path, e))?
+        .into())
 }
 
 /// Loads an ARX hierarchy CSV for `column`; the delimiter is `;` if the first line has one, else `,`.
@@ -130,6 +149,36 @@ pub(super) fn load(column: &str, path: &Path) -> Result<Hierarchy> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pipe's bytes are read once and kept for its next load; a pipe made after it is
+    /// removed gets its own bytes (the kept one is held open, so its inode is not given to the
+    /// new one: made at once, they shared it, and the new pipe's load gave the old bytes).
+    #[test]
+    fn a_pipe_is_read_once_and_a_new_pipe_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = |name: &str, text: &'static str| {
+            let path = dir.path().join(name);
+            let made = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let writer = {
+                let path = path.clone();
+                std::thread::spawn(move || std::fs::write(path, text))
+            };
+            (path, writer)
+        };
+        let (f, writer) = fifo("f", "a;*\n");
+        assert_eq!(&hierarchy_bytes(&f).unwrap()[..], b"a;*\n");
+        writer.join().unwrap().unwrap();
+        // No writer now: a second read would wait for one for good.
+        assert_eq!(&hierarchy_bytes(&f).unwrap()[..], b"a;*\n");
+        std::fs::remove_file(&f).unwrap();
+        let (g, writer) = fifo("g", "b;*\n");
+        assert_eq!(&hierarchy_bytes(&g).unwrap()[..], b"b;*\n");
+        writer.join().unwrap().unwrap();
+    }
 
     /// The levels of `text` loaded as an ARX file.
     fn levels(text: &str) -> Result<Vec<Vec<String>>> {
