@@ -2329,47 +2329,6 @@ fn a_hierarchy_from_a_pipe_is_read_once() {
     assert_eq!(from_pipe, sql(&file));
 }
 
-/// A release is not inserted into an unbounded table: such a table appends to its file in place
-/// and does not say which file that is, and one over the profile's own input had the release
-/// appended to the input (found by an attack round). Raw rows still go in.
-#[test]
-fn a_release_is_not_inserted_into_an_unbounded_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("t1.csv");
-    std::fs::copy("datasets/t1/t1.csv", &csv).unwrap();
-    let toml = dir.path().join("t1.toml");
-    std::fs::copy("datasets/t1/t1.toml", &toml).unwrap();
-    let before = std::fs::read(&csv).unwrap();
-    let table = |location: &std::path::Path| {
-        format!(
-            "CREATE UNBOUNDED EXTERNAL TABLE s (zip VARCHAR, age VARCHAR, marital VARCHAR) STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true');",
-            location.display()
-        )
-    };
-    let sql = format!(
-        "{} INSERT INTO s SELECT * FROM pbg_anonymize('t1', '1,1');",
-        table(&csv)
-    );
-    let err = fails(&["sql", toml.to_str().unwrap(), "--quiet", "-c", &sql]);
-    assert!(
-        err.contains("INSERT INTO s") && err.contains("unbounded table"),
-        "{err}"
-    );
-    assert_eq!(
-        std::fs::read(&csv).unwrap(),
-        before,
-        "the input was written"
-    );
-    let other = dir.path().join("other.csv");
-    let sql = format!("{} INSERT INTO s VALUES ('1', '2', '3');", table(&other));
-    let run = pbg(&["sql", toml.to_str().unwrap(), "--quiet", "-c", &sql]);
-    assert!(run.status.success(), "{run:?}");
-    assert_eq!(
-        std::fs::read_to_string(&other).unwrap(),
-        "zip,age,marital\n1,2,3\n"
-    );
-}
-
 /// `CREATE EXTERNAL TABLE` over a named pipe in `pbg sql` fails at once, naming the pipe:
 /// DataFusion's local store opened it to infer its schema, which waits for a writer, and the
 /// command hung for good.

@@ -3,7 +3,6 @@
 //! matches — so that `COPY (SELECT * FROM pbg_anonymize('p', ..)) TO '<the input>'` cannot
 //! replace the input with its release. Only local listing tables are compared. Nor may it write
 //! over a declared profile's files: its input, its TOML file, its QI and sensitive hierarchies.
-//! A release is not inserted into an unbounded table, whose file cannot be told.
 //! A relative target is made absolute here, so that a cluster's executors (whose working
 //! directory differs) write where the guard looked.
 
@@ -14,7 +13,6 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::source_as_provider;
-use datafusion::datasource::stream::StreamTable;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::optimizer::AnalyzerRule;
 
@@ -26,25 +24,6 @@ use crate::input::Input;
 pub struct CopyGuard {
     /// The profiles declared in the session.
     pub registry: std::sync::Arc<super::Registry>,
-}
-
-/// Whether `plan` reads a release (a table below a pin), whatever the tables below it are.
-fn reads_a_release(plan: &LogicalPlan) -> Result<bool> {
-    let mut found = false;
-    plan.apply_with_subqueries(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && let Ok(provider) = source_as_provider(&scan.source)
-        {
-            let mut tables = Vec::new();
-            super::pinned_input::released_leaves(&provider, &mut tables)?;
-            found |= !tables.is_empty();
-        }
-        Ok(match found {
-            true => TreeNodeRecursion::Stop,
-            false => TreeNodeRecursion::Continue,
-        })
-    })?;
-    Ok(found)
 }
 
 /// The local paths a plan's listing tables read (globs kept as patterns); with `released`, only
@@ -192,16 +171,9 @@ impl CopyGuard {
         let Ok(provider) = source_as_provider(&dml.target) else {
             return Ok(());
         };
-        let any = provider.as_ref() as &dyn std::any::Any;
-        // An unbounded table appends to its file in place, and does not say which file that is:
-        // a release inserted into one over the profile's own input was appended to the input.
-        if any.is::<StreamTable>() && reads_a_release(&dml.input)? {
-            return Err(DataFusionError::Plan(format!(
-                "INSERT INTO {}: it is an unbounded table (CREATE UNBOUNDED EXTERNAL TABLE), which appends to its file in place, and pbg cannot tell which file that is (it may be the release's own input or a hierarchy): write the release with COPY ... TO a file, or insert it into a table over files",
-                dml.table_name
-            )));
-        }
-        let Some(listing) = any.downcast_ref::<ListingTable>() else {
+        let Some(listing) =
+            (provider.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
+        else {
             return Ok(());
         };
         let partitioned = !listing.options().table_partition_cols.is_empty();
