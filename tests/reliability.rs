@@ -2266,9 +2266,18 @@ fn an_output_that_is_a_named_pipe_is_not_replaced() {
         pipe.to_str().unwrap(),
     ]);
     assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
-    let sql = format!("COPY (SELECT 1 AS a) TO '{}' STORED AS CSV", pipe.display());
-    let err = fails(&["sql", "--quiet", "-c", &sql]);
-    assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
+    // Also through a directory that does not exist and `..`, which the writer reads by the text.
+    for target in [
+        pipe.clone(),
+        dir.path().join("nope").join("..").join("o.csv"),
+    ] {
+        let sql = format!(
+            "COPY (SELECT 1 AS a) TO '{}' STORED AS CSV",
+            target.display()
+        );
+        let err = fails(&["sql", "--quiet", "-c", &sql]);
+        assert!(err.contains("o.csv") && err.contains("named pipe"), "{err}");
+    }
     let kind = std::fs::symlink_metadata(&pipe).unwrap().file_type();
     assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
 }
