@@ -2338,6 +2338,35 @@ fn a_hierarchy_from_a_pipe_is_read_once() {
     assert_eq!(from_pipe, sql(&file));
 }
 
+/// A command writing several files checks every name before it writes the first: a named pipe
+/// at the profile's name left `pbg generate wide`'s table without its profile.
+#[test]
+fn a_named_pipe_among_several_outputs_leaves_no_partial_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("wide.toml"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = fails(&[
+        "generate",
+        "wide",
+        "--qis",
+        "2",
+        "--rows",
+        "10",
+        "--seed",
+        "1",
+        "--output",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("wide.toml") && err.contains("named pipe"),
+        "{err}"
+    );
+    assert!(!dir.path().join("wide.parquet").exists());
+}
+
 /// `CREATE EXTERNAL TABLE` over a named pipe in `pbg sql` fails at once, naming the pipe:
 /// DataFusion's local store opened it to infer its schema, which waits for a writer, and the
 /// command hung for good.

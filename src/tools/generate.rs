@@ -250,6 +250,11 @@ pub fn wide(qis: usize, rows: u64, seed: u64, dir: &Path) -> Result<(PathBuf, Pa
         ));
     }
     std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
+    // Both checked before the table is written (a named pipe at the profile's name left the
+    // table without its profile).
+    for name in ["wide.parquet", "wide.toml"] {
+        crate::io::refuse_special_target(&dir.join(name))?;
+    }
     let spec = wide_qis(qis, seed);
     let mut fields = vec![Field::new("id", DataType::Int64, false)];
     fields.extend(

@@ -382,6 +382,17 @@ pub fn write_reports(
     dir: &Path,
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
+    // Every name checked before the first is written: a named pipe at one of them left a
+    // partial set (the Markdown written, the figures not).
+    let figures = outcomes
+        .iter()
+        .filter_map(|o| o.setting.figure.map(|(stem, _, _)| format!("{stem}.svg")));
+    for name in ["dbsec2010.md".to_string(), "dbsec2010.csv".to_string()]
+        .into_iter()
+        .chain(figures)
+    {
+        crate::io::refuse_special_target(&dir.join(name))?;
+    }
     let mut written = Vec::new();
     for (name, text) in [
         ("dbsec2010.md", markdown(outcomes, runs, iterations)),

@@ -558,6 +558,10 @@ pub fn write_reports(
     let md = dir.join("slicing-utility.md");
     let csv = dir.join("slicing-utility.csv");
     let svg = dir.join("slicing-utility.svg");
+    // All three checked before the first is written (no partial set).
+    for path in [&md, &csv, &svg] {
+        crate::io::refuse_special_target(path)?;
+    }
     let write = |path: &Path, text: &str| -> Result<()> {
         let f = AtomicFile::new(path)?;
         std::fs::write(f.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
