@@ -41,3 +41,9 @@ pub fn pbg_json(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
+
+/// Makes a named pipe at `path` (with the system's `mkfifo`).
+pub fn mkfifo(path: &std::path::Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}

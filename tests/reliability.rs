@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::common::{pbg, pbg_json, repo};
+use crate::common::{mkfifo, pbg, pbg_json, repo};
 
 /// Runs pbg, expects failure without a panic, and returns stderr.
 fn fails(args: &[&str]) -> String {
@@ -2127,11 +2127,7 @@ fn look_alike_columns_of_a_qi_are_noted() {
 fn a_named_pipe_input_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = dir.path().join("p.csv");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&pipe)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&pipe);
     let out = dir.path().join("o.csv");
     let err = fails(&[
         "anonymize",
@@ -2177,13 +2173,6 @@ fn a_named_pipe_input_is_refused() {
 fn special_files_in_glob_and_directory_inputs_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let at = |p: &str| dir.path().join(p);
-    let mkfifo = |p: &std::path::Path| {
-        let made = std::process::Command::new("mkfifo")
-            .arg(p)
-            .status()
-            .unwrap();
-        assert!(made.success());
-    };
     let out = at("o.csv");
     let run = |input: &std::path::Path| {
         fails(&[
@@ -2243,11 +2232,7 @@ fn an_output_that_is_a_named_pipe_is_not_replaced() {
     use std::os::unix::fs::FileTypeExt;
     let dir = tempfile::tempdir().unwrap();
     let pipe = dir.path().join("o.csv");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&pipe)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&pipe);
     let err = fails(&[
         "anonymize",
         "datasets/t1/t1.toml",
@@ -2289,11 +2274,7 @@ fn an_output_that_is_a_named_pipe_is_not_replaced() {
 fn a_hierarchy_from_a_pipe_is_read_once() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = dir.path().join("age.csv");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&pipe)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&pipe);
     let hierarchy = "26;(25,35];*\n28;(25,35];*\n31;(25,35];*\n39;(35,45];*\n41;(35,45];*\n42;(35,45];*\n47;(45,55];*\n49;(45,55];*\n50;(45,55];*\n55;(45,55];*\n";
     let file = dir.path().join("age-file.csv");
     std::fs::write(&file, hierarchy).unwrap();
@@ -2343,11 +2324,7 @@ fn a_hierarchy_from_a_pipe_is_read_once() {
 #[test]
 fn a_named_pipe_among_several_outputs_leaves_no_partial_set() {
     let dir = tempfile::tempdir().unwrap();
-    let made = std::process::Command::new("mkfifo")
-        .arg(dir.path().join("wide.toml"))
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&dir.path().join("wide.toml"));
     let err = fails(&[
         "generate",
         "wide",
@@ -2374,11 +2351,7 @@ fn a_named_pipe_among_several_outputs_leaves_no_partial_set() {
 fn a_named_pipe_table_in_sql_is_refused_not_waited_for() {
     let dir = tempfile::tempdir().unwrap();
     let pipe = dir.path().join("p.csv");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&pipe)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&pipe);
     let sql = format!(
         "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true'); SELECT count(*) FROM t;",
         pipe.display()

@@ -176,16 +176,20 @@ impl AtomicFile {
     }
 }
 
-/// Fails if `target` is a named pipe or a device (also through a symbolic link): the rename into
-/// place would replace it (as root, `--output /dev/null` replaced the system's /dev/null with
-/// the release).
+/// Fails if `target`, at any place it can lead a writer to ([`resolutions`]: through symbolic
+/// links, or `nope/../f.csv` read by its text as `COPY` reads it), is a named pipe or a device:
+/// the rename into place would replace it (as root, `--output /dev/null` replaced the system's
+/// /dev/null with the release).
 pub fn refuse_special_target(target: &Path) -> Result<()> {
-    match std::fs::metadata(target) {
-        Ok(m) if !m.is_file() && !m.is_dir() => Err(PbgError::io(
+    let special = resolutions(target)
+        .iter()
+        .any(|p| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()));
+    match special {
+        true => Err(PbgError::io(
             target,
             std::io::Error::new(std::io::ErrorKind::InvalidInput, crate::input::NOT_WRITABLE),
         )),
-        _ => Ok(()),
+        false => Ok(()),
     }
 }
 

@@ -111,23 +111,6 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
     }
 }
 
-/// `path` with `.` and `..` taken away by its text, as a file URL's path is read (not as the
-/// system walks it, through the directories named).
-fn lexical(path: &std::path::Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A relative local `COPY` target made absolute against this process's directory (a trailing `/`,
 /// which asks for a directory, kept): whoever writes it — this process or a cluster's executor,
 /// whose directory differs — writes the place the guard checked.
@@ -246,18 +229,8 @@ impl AnalyzerRule for CopyGuard {
         // Written to a staged file renamed over the target, a named pipe or a device would be
         // replaced (the store refuses it too, but DataFusion's writer reports that only as a
         // failure to finalize its writes).
-        // The path as the system walks it and as a URL reads it (`nope/../f.csv` is `f.csv` to
-        // the writer even where `nope` does not exist).
-        if [output.clone(), lexical(&output)]
-            .iter()
-            .any(|p| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()))
-        {
-            return Err(DataFusionError::Plan(format!(
-                "COPY: {}: {}",
-                output.display(),
-                crate::input::NOT_WRITABLE
-            )));
-        }
+        crate::io::refuse_special_target(&output)
+            .map_err(|e| DataFusionError::Plan(format!("COPY: {e}")))?;
         let partitioned = !copy.partition_by.is_empty();
         let sources = scanned_paths(&copy.input, false)?;
         self.refuse_write_over("COPY", &output, partitioned, sources, true)?;
