@@ -427,6 +427,27 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
     let (remote, local) = (sql(Some(&cluster.url)), sql(None));
     assert!(remote.contains("\"l\""), "{remote}");
     assert_eq!(remote, local);
+    // A table over a named pipe is refused by name on the client (its schema inferred) and on
+    // the executors (its schema given): DataFusion's store opened the pipe and waited for good.
+    let pipe = dir.path().join("p.csv");
+    crate::common::mkfifo(&pipe);
+    for columns in ["", "(a VARCHAR) "] {
+        let run = crate::common::pbg_within_a_minute(&[
+            "sql",
+            "--cluster",
+            &cluster.url,
+            "-c",
+            &format!(
+                "CREATE EXTERNAL TABLE p {columns}STORED AS CSV LOCATION '{}'; SELECT count(*) FROM p",
+                pipe.display()
+            ),
+        ]);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            !run.status.success() && err.contains("p.csv") && err.contains("not a regular file"),
+            "{columns}: {err}"
+        );
+    }
     // A relative COPY target is the client's: the executors (started in another directory)
     // write it there, and the guard that refuses to write over the input sees the same place.
     let work = dir.path().join("client");

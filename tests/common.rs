@@ -47,3 +47,25 @@ pub fn mkfifo(path: &std::path::Path) {
     let made = Command::new("mkfifo").arg(path).status().unwrap();
     assert!(made.success(), "mkfifo {}", path.display());
 }
+
+/// Runs `pbg` with `args` from the repository; fails the test (killing it) when it has not ended
+/// within 60 s (a read that waits on a named pipe never ends).
+pub fn pbg_within_a_minute(args: &[&str]) -> Output {
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pbg runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("pbg {args:?} did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}

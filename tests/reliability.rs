@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::common::{mkfifo, pbg, pbg_json, repo};
+use crate::common::{mkfifo, pbg, pbg_json, pbg_within_a_minute, repo};
 
 /// Runs pbg, expects failure without a panic, and returns stderr.
 fn fails(args: &[&str]) -> String {
@@ -2356,21 +2356,7 @@ fn a_named_pipe_table_in_sql_is_refused_not_waited_for() {
         "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true'); SELECT count(*) FROM t;",
         pipe.display()
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
-        .args(["sql", "--quiet", "-c", &sql])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("`pbg sql` waited on the named pipe");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let run = child.wait_with_output().unwrap();
+    let run = pbg_within_a_minute(&["sql", "--quiet", "-c", &sql]);
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "{run:?}");
     assert!(
@@ -3303,5 +3289,33 @@ fn an_input_changed_during_its_release_is_refused() {
         let e = released.unwrap_err().to_string();
         assert!(e.contains("the input changed"), "{change}: {e}");
         assert!(!out.exists(), "{change}: nothing is released");
+    }
+}
+
+/// An experiment whose report names a named pipe is refused before its work (its data is not
+/// even read: a missing data directory is not what the error names), and writes nothing.
+#[test]
+fn an_experiment_refuses_a_pipe_among_its_reports_before_its_work() {
+    for (experiment, data_flag, report) in [
+        ("dbsec2010", "--data", "fig2-sk-glm.svg"),
+        ("slicing-utility", "--profile", "slicing-utility.csv"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        mkfifo(&dir.path().join(report));
+        let run = pbg_within_a_minute(&[
+            "experiment",
+            experiment,
+            data_flag,
+            "/nonexistent",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            !run.status.success() && err.contains(report) && err.contains("named pipe"),
+            "{experiment}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{experiment}: {left:?}");
     }
 }

@@ -74,6 +74,8 @@ fn report_files(files: &[PathBuf]) {
 pub fn run(e: Experiment) -> anyhow::Result<()> {
     match e {
         Experiment::Dbsec2010(a) => {
+            // A report name that is a named pipe or a device is refused before the work.
+            dbsec2010::refuse_special_targets(&a.out)?;
             let adult = evaluator(a.data.join("adult.toml"))?;
             let adult_cm = evaluator(a.data.join("adult-cm.toml"))?;
             let bar = progress_bar((a.runs * dbsec2010::settings().len()) as u64, "runs");
@@ -91,6 +93,7 @@ pub fn run(e: Experiment) -> anyhow::Result<()> {
             if a.repetitions == 0 || a.l.is_empty() || a.targets.is_empty() {
                 anyhow::bail!("--repetitions, --l and --targets need at least one value each");
             }
+            slicing_utility::refuse_special_targets(&a.out)?;
             let profile = Profile::from_toml_file(&a.profile)?;
             let cfg = slicing_utility::UtilityConfig {
                 ls: a.l,

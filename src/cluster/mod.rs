@@ -89,11 +89,9 @@ pub fn client_config(scheduler: &str) -> SessionConfig {
         }))
 }
 
+/// A session state of `config` on pbg's runtime (its local files read through pbg's store).
 fn base_state(config: SessionConfig) -> SessionState {
-    SessionStateBuilder::new()
-        .with_default_features()
-        .with_config(config)
-        .build()
+    input::state_builder(config).build()
 }
 
 /// A session whose plans run on the scheduler at `url` (`df://HOST:PORT`); register pbg's SQL
@@ -197,9 +195,14 @@ fn register_functions(ctx: &SessionContext) {
     }
 }
 
-/// The session state schedulers plan with: Ballista's defaults plus pbg's functions.
+/// The session state schedulers plan with: Ballista's defaults plus pbg's functions, on pbg's
+/// runtime (a scheduler infers the schema of a table over a named pipe: it must not open it).
 fn scheduler_session(config: SessionConfig) -> datafusion::common::Result<SessionState> {
-    let state = ballista_core::utils::default_session_builder(config)?;
+    let state = SessionStateBuilder::new_from_existing(
+        ballista_core::utils::default_session_builder(config)?,
+    )
+    .with_runtime_env(input::runtime_env(None)?)
+    .build();
     let ctx = SessionContext::new_with_state(state);
     register_functions(&ctx);
     Ok(ctx.state())
@@ -285,6 +288,7 @@ pub fn run_executor(options: &ExecutorOptions) -> Result<()> {
     if let Some(dir) = &options.work_dir {
         std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
     }
+    let work_dir = options.work_dir.clone();
     let config = ExecutorProcessConfig {
         bind_host: options.bind.ip().to_string(),
         external_host: Some(options.bind.ip().to_string()),
@@ -303,6 +307,11 @@ pub fn run_executor(options: &ExecutorOptions) -> Result<()> {
         override_logical_codec: Some(Arc::new(PbgLogicalCodec::default())),
         override_physical_codec: Some(Arc::new(PbgPhysicalCodec::default())),
         override_config_producer: Some(Arc::new(role_config)),
+        // Tasks read local files through pbg's store, which refuses a named pipe or a device
+        // (DataFusion's waited for a writer) and spills where Ballista's own runtime would.
+        override_runtime_producer: Some(Arc::new(move |_: &SessionConfig| {
+            input::runtime_env(work_dir.as_deref())
+        })),
         ..ExecutorProcessConfig::default()
     };
     let bind = options.bind;

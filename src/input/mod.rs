@@ -460,29 +460,45 @@ pub fn new_context() -> SessionContext {
     context_with(session_config())
 }
 
-/// A session of `config` on pbg's runtime: DataFusion's, without its list-files cache. That cache
-/// (on by default, without expiry) kept a directory's first listing for the life of a session:
-/// a file added later was never read, a removed one failed the scan by its name, and pbg's
-/// listing checks took the stale listing for files DataFusion skips. Its local files are read
-/// through a store that refuses named pipes and devices (see `local_files`).
+/// A session of `config` on pbg's runtime ([`runtime_env`]).
 pub fn context_with(config: SessionConfig) -> SessionContext {
+    SessionContext::new_with_state(state_builder(config).build())
+}
+
+/// A session state of `config` with DataFusion's default features, on pbg's runtime.
+pub fn state_builder(config: SessionConfig) -> SessionStateBuilder {
+    let builder = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config);
+    match runtime_env(None) {
+        Ok(runtime) => builder.with_runtime_env(runtime),
+        // Building a runtime of default parts does not fail; DataFusion's own is the fallback.
+        Err(_) => builder,
+    }
+}
+
+/// pbg's runtime, for every session it makes (local ones, a cluster's client, scheduler and
+/// executors): DataFusion's, spilling under `temp_dir` when given, without its list-files cache.
+/// That cache (on by default, without expiry) kept a directory's first listing for the life of a
+/// session: a file added later was never read, a removed one failed the scan by its name, and
+/// pbg's listing checks took the stale listing for files DataFusion skips. Its local files are
+/// read through a store that refuses named pipes and devices (see `local_files`) rather than
+/// opening them, which waits for a writer (`CREATE EXTERNAL TABLE` hung).
+pub fn runtime_env(
+    temp_dir: Option<&Path>,
+) -> datafusion::common::Result<Arc<datafusion::execution::runtime_env::RuntimeEnv>> {
     use datafusion::execution::cache::cache_manager::CacheManagerConfig;
     use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-    let runtime = RuntimeEnvBuilder::new()
-        .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
-        .build_arc();
-    match runtime {
-        Ok(runtime) => {
-            // Local files through a store that refuses named pipes and devices rather than
-            // opening them (which waits for a writer: `CREATE EXTERNAL TABLE` hung).
-            if let Ok(url) = url::Url::parse("file://") {
-                runtime.register_object_store(&url, Arc::new(local_files::RegularFiles::default()));
-            }
-            SessionContext::new_with_config_rt(config, runtime)
-        }
-        // Building a runtime of default parts does not fail; DataFusion's own is the fallback.
-        Err(_) => SessionContext::new_with_config(config),
+    let mut builder = RuntimeEnvBuilder::new()
+        .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0));
+    if let Some(dir) = temp_dir {
+        builder = builder.with_temp_file_path(dir);
     }
+    let runtime = builder.build_arc()?;
+    let url = url::Url::parse("file://")
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+    runtime.register_object_store(&url, Arc::new(local_files::RegularFiles::default()));
+    Ok(runtime)
 }
 
 /// The configuration of [`new_context`].

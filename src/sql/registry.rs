@@ -9,7 +9,6 @@ use std::sync::{Arc, RwLock};
 
 use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, plan_err};
-use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionState;
 use datafusion::prelude::{DataFrame, SessionContext};
 
@@ -54,11 +53,7 @@ pub fn context_of(session: &dyn Session) -> Result<SessionContext> {
     if let Some(state) = session.as_any().downcast_ref::<SessionState>() {
         return Ok(SessionContext::new_with_state(state.clone()));
     }
-    let state = SessionStateBuilder::new()
-        .with_config(session.config().clone())
-        .with_default_features()
-        .build();
-    Ok(SessionContext::new_with_state(state))
+    Ok(crate::input::context_with(session.config().clone()))
 }
 
 /// Whether `session` comes from another library (see [`context_of`]).

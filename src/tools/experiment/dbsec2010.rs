@@ -373,6 +373,22 @@ pub fn csv(outcomes: &[Outcome]) -> String {
     s
 }
 
+/// Refuses a report directory where any of the reports' names is a named pipe or a device. Run
+/// before the experiment's work (the CLI does) and again by [`write_reports`] before its first
+/// file: one such name found later left a partial set (the Markdown written, the figures not).
+pub fn refuse_special_targets(dir: &Path) -> Result<()> {
+    let figures = settings()
+        .into_iter()
+        .filter_map(|s| s.figure.map(|(stem, _, _)| format!("{stem}.svg")));
+    for name in ["dbsec2010.md".to_string(), "dbsec2010.csv".to_string()]
+        .into_iter()
+        .chain(figures)
+    {
+        crate::io::refuse_special_target(&dir.join(name))?;
+    }
+    Ok(())
+}
+
 /// Writes `dbsec2010.md`, `dbsec2010.csv` and one SVG per figure into `dir` (each atomically);
 /// returns the files written.
 pub fn write_reports(
@@ -382,17 +398,7 @@ pub fn write_reports(
     dir: &Path,
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
-    // Every name checked before the first is written: a named pipe at one of them left a
-    // partial set (the Markdown written, the figures not).
-    let figures = outcomes
-        .iter()
-        .filter_map(|o| o.setting.figure.map(|(stem, _, _)| format!("{stem}.svg")));
-    for name in ["dbsec2010.md".to_string(), "dbsec2010.csv".to_string()]
-        .into_iter()
-        .chain(figures)
-    {
-        crate::io::refuse_special_target(&dir.join(name))?;
-    }
+    refuse_special_targets(dir)?;
     let mut written = Vec::new();
     for (name, text) in [
         ("dbsec2010.md", markdown(outcomes, runs, iterations)),

@@ -547,6 +547,23 @@ pub fn markdown(cells: &[UtilityCell], cfg: &UtilityConfig) -> String {
     s
 }
 
+/// The reports' names.
+const REPORTS: [&str; 3] = [
+    "slicing-utility.md",
+    "slicing-utility.csv",
+    "slicing-utility.svg",
+];
+
+/// Refuses a report directory where any of the reports' names is a named pipe or a device. Run
+/// before the experiment's work (the CLI does) and again by [`write_reports`] before its first
+/// file (no partial set).
+pub fn refuse_special_targets(dir: &Path) -> Result<()> {
+    for name in REPORTS {
+        crate::io::refuse_special_target(&dir.join(name))?;
+    }
+    Ok(())
+}
+
 /// Writes `slicing-utility.md`, `slicing-utility.csv` and `slicing-utility.svg` (accuracy on the
 /// first target at the first l, per method and classifier) into `dir`.
 pub fn write_reports(
@@ -555,13 +572,8 @@ pub fn write_reports(
     dir: &Path,
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| PbgError::io(dir, e))?;
-    let md = dir.join("slicing-utility.md");
-    let csv = dir.join("slicing-utility.csv");
-    let svg = dir.join("slicing-utility.svg");
-    // All three checked before the first is written (no partial set).
-    for path in [&md, &csv, &svg] {
-        crate::io::refuse_special_target(path)?;
-    }
+    refuse_special_targets(dir)?;
+    let [md, csv, svg] = REPORTS.map(|name| dir.join(name));
     let write = |path: &Path, text: &str| -> Result<()> {
         let f = AtomicFile::new(path)?;
         std::fs::write(f.temp_path(), text).map_err(|e| PbgError::io(path, e))?;
