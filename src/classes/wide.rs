@@ -11,6 +11,9 @@ use crate::encode::EncodedQi;
 /// Hash partitions grouped in parallel (every member of a group lands in the same one).
 const PARTS: usize = 64;
 
+/// At most this many items are grouped in one part on the calling thread.
+const SEQUENTIAL_ITEMS: usize = 4096;
+
 /// One QI's generalization at a node: leaf codes of the rows and, above the leaves, the group of
 /// every leaf (`None` at level 0; QIs at a single top group are left out).
 struct Field<'a> {
@@ -137,45 +140,53 @@ fn group_by_hash<K: Copy + PartialEq>(
     key: impl Fn(usize) -> K + Sync,
     same: impl Fn(usize, usize) -> bool + Sync,
 ) -> Vec<u32> {
-    // Stable partition by the top hash bits: each part keeps ascending item order.
-    let mut parts: Vec<Vec<u32>> = vec![Vec::new(); PARTS];
-    for (i, h) in hashes.iter().enumerate() {
-        parts[(h >> 58) as usize].push(i as u32);
-    }
-    let firsts: Vec<Vec<(u32, u32)>> = parts
-        .par_iter()
-        .map(|part| {
-            let cap = (part.len() * 2).next_power_of_two().max(2);
-            let mask = cap - 1;
-            // Slot: index into `part` + 1 of the group's first item (0 = empty).
-            let mut table = vec![0u32; cap];
-            let mut out = Vec::with_capacity(part.len());
-            let mut keys: Vec<K> = Vec::with_capacity(part.len());
-            let mut rows: Vec<u32> = Vec::with_capacity(part.len());
-            for (pos, &i) in part.iter().enumerate() {
-                let h = hashes[i as usize];
-                let row = items[i as usize];
-                let k = key(i as usize);
-                keys.push(k);
-                rows.push(row);
-                let mut s = (h as usize) & mask;
-                let first = loop {
-                    let t = table[s];
-                    if t == 0 {
-                        table[s] = pos as u32 + 1;
-                        break row;
-                    }
-                    let p = (t - 1) as usize;
-                    if keys[p] == k && same(part[p] as usize, i as usize) {
-                        break rows[p];
-                    }
-                    s = (s + 1) & mask;
-                };
-                out.push((i, first));
-            }
-            out
-        })
-        .collect();
+    // One part for few items (a node of a wide table with few rows: 64 parts and a parallel
+    // pass cost more than the grouping); else a stable partition by the top hash bits, each
+    // part keeping ascending item order.
+    let parts: Vec<Vec<u32>> = if items.len() <= SEQUENTIAL_ITEMS {
+        vec![(0..items.len() as u32).collect()]
+    } else {
+        let mut parts = vec![Vec::new(); PARTS];
+        for (i, h) in hashes.iter().enumerate() {
+            parts[(h >> 58) as usize].push(i as u32);
+        }
+        parts
+    };
+    let group = |part: &Vec<u32>| {
+        let cap = (part.len() * 2).next_power_of_two().max(2);
+        let mask = cap - 1;
+        // Slot: index into `part` + 1 of the group's first item (0 = empty).
+        let mut table = vec![0u32; cap];
+        let mut out = Vec::with_capacity(part.len());
+        let mut keys: Vec<K> = Vec::with_capacity(part.len());
+        let mut rows: Vec<u32> = Vec::with_capacity(part.len());
+        for (pos, &i) in part.iter().enumerate() {
+            let h = hashes[i as usize];
+            let row = items[i as usize];
+            let k = key(i as usize);
+            keys.push(k);
+            rows.push(row);
+            let mut s = (h as usize) & mask;
+            let first = loop {
+                let t = table[s];
+                if t == 0 {
+                    table[s] = pos as u32 + 1;
+                    break row;
+                }
+                let p = (t - 1) as usize;
+                if keys[p] == k && same(part[p] as usize, i as usize) {
+                    break rows[p];
+                }
+                s = (s + 1) & mask;
+            };
+            out.push((i, first));
+        }
+        out
+    };
+    let firsts: Vec<Vec<(u32, u32)>> = match parts.len() {
+        1 => parts.iter().map(group).collect(),
+        _ => parts.par_iter().map(group).collect(),
+    };
     let mut out = vec![0u32; items.len()];
     for part in firsts {
         for (i, first) in part {
@@ -198,32 +209,38 @@ mod tests {
         let rows = 5000u32;
         let a: Vec<u32> = (0..rows).map(|_| rng.random_range(0..7)).collect();
         let b: Vec<u32> = (0..rows).map(|_| rng.random_range(0..300)).collect();
-        let items: Vec<u32> = (0..rows).step_by(3).collect();
-        // Fields within 128 bits group by packed keys, wider ones by hashes confirmed code by code
-        // (the declared widths only choose the path).
-        for bits in [(3, 9), (100, 100)] {
-            let fields = [
-                Field {
-                    codes: &a,
-                    groups: None,
-                    bits: bits.0,
-                },
-                Field {
-                    codes: &b,
-                    groups: None,
-                    bits: bits.1,
-                },
-            ];
-            let got = group_first(&fields, &items);
-            let mut seen = std::collections::HashMap::new();
-            for &r in &items {
-                seen.entry((a[r as usize], b[r as usize])).or_insert(r);
+        // Few items are grouped in one part, more in hash partitions in parallel.
+        for items in [
+            (0..rows).step_by(3).collect::<Vec<u32>>(),
+            (0..rows).collect(),
+        ] {
+            assert_eq!(items.len() > SEQUENTIAL_ITEMS, items.len() == rows as usize);
+            // Fields within 128 bits group by packed keys, wider ones by hashes confirmed code by
+            // code (the declared widths only choose the path).
+            for bits in [(3, 9), (100, 100)] {
+                let fields = [
+                    Field {
+                        codes: &a,
+                        groups: None,
+                        bits: bits.0,
+                    },
+                    Field {
+                        codes: &b,
+                        groups: None,
+                        bits: bits.1,
+                    },
+                ];
+                let got = group_first(&fields, &items);
+                let mut seen = std::collections::HashMap::new();
+                for &r in &items {
+                    seen.entry((a[r as usize], b[r as usize])).or_insert(r);
+                }
+                let want: Vec<u32> = items
+                    .iter()
+                    .map(|&r| seen[&(a[r as usize], b[r as usize])])
+                    .collect();
+                assert_eq!(got, want);
             }
-            let want: Vec<u32> = items
-                .iter()
-                .map(|&r| seen[&(a[r as usize], b[r as usize])])
-                .collect();
-            assert_eq!(got, want);
         }
     }
 }

@@ -106,12 +106,18 @@ impl Lattice {
         node
     }
 
+    /// Whether `node` has the lattice's length and every level in range: what [`Self::check`]
+    /// checks, without its message (a pick on 3000 QIs checks thousands of nodes; formatting
+    /// each was a fifth of its time).
+    pub fn fits(&self, node: &[u8]) -> bool {
+        node.len() == self.heights.len() && node.iter().zip(&self.heights).all(|(l, h)| l <= h)
+    }
+
     /// Checks a node's length and levels.
     pub fn check(&self, node: &[u8], names: &[&str]) -> Result<()> {
-        let text = format_node(node);
         if node.len() != self.heights.len() {
             return Err(PbgError::Node {
-                node: text,
+                node: format_node(node),
                 message: format!(
                     "has {} levels but the profile has {} quasi-identifiers ({})",
                     node.len(),
@@ -123,7 +129,7 @@ impl Lattice {
         for (i, (&l, &h)) in node.iter().zip(&self.heights).enumerate() {
             if l > h {
                 return Err(PbgError::Node {
-                    node: text,
+                    node: format_node(node),
                     message: format!(
                         "level {l} of `{}` is out of range: its hierarchy has levels 0..={h}",
                         names.get(i).unwrap_or(&"?")

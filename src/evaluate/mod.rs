@@ -332,6 +332,14 @@ impl Evaluator {
         self.dataset.qis.iter().map(|q| q.name.as_str()).collect()
     }
 
+    /// Checks a node against the lattice (its QIs' names are gathered only for an error).
+    pub fn check_node(&self, node: &[u8]) -> Result<()> {
+        match self.lattice.fits(node) {
+            true => Ok(()),
+            false => self.lattice.check(node, &self.qi_names()),
+        }
+    }
+
     /// Parses and checks a node `L1,L2,...`.
     pub fn parse_node(&self, text: &str) -> Result<Node> {
         self.lattice.parse(text, &self.qi_names())

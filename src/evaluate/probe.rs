@@ -124,7 +124,7 @@ impl Evaluator {
     /// How `node` can be probed: from row parts that serve it, else from every row's key; None
     /// for first-row keys and datasets of more than [`PROBE_MAX_ROWS`] rows. Checks the node.
     fn counts_for(&self, node: &[u8]) -> Result<Option<Counts<'_>>> {
-        self.lattice.check(node, &self.qi_names())?;
+        self.check_node(node)?;
         let NodeKeys::Packed(layout) = self.keys.at(node) else {
             return Ok(None);
         };

@@ -8,7 +8,7 @@ use crate::indices::NodeIndices;
 impl Evaluator {
     /// Direct evaluation: the node's cell tables from the rows.
     pub fn tables(&self, node: &[u8]) -> Result<NodeTables> {
-        self.lattice.check(node, &self.qi_names())?;
+        self.check_node(node)?;
         let ds = &self.dataset;
         let node_keys = self.keys.at(node);
         // First rows are found once for both tables.
