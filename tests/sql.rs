@@ -913,6 +913,19 @@ async fn a_view_over_a_changed_table_is_refused() {
     run(ctx.clone(), declare("lk", "table = \"people\""))
         .await
         .unwrap();
+    // A COPY into the directory the profile's table reads is refused, though the query reads
+    // no table and the profile names the table, not its files (it was written, changing the
+    // input under every view of its release).
+    let into_lake = format!(
+        "COPY (SELECT 1 AS a) TO '{}/p00.csv' STORED AS CSV",
+        lake.display()
+    );
+    let text = run(ctx.clone(), into_lake).await.unwrap_err().to_string();
+    assert!(
+        text.contains("p00.csv") && text.contains("never writes over its input"),
+        "{text}"
+    );
+    assert!(!lake.join("p00.csv").exists());
     run(
         ctx.clone(),
         "CREATE VIEW lrel AS SELECT * FROM pbg_anonymize('lk', 'pick', 'k>=2')".into(),

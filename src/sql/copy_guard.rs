@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use datafusion::catalog::TableProvider;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
@@ -20,10 +21,11 @@ use crate::input::Input;
 
 /// The analyzer rule (registered by [`super::register`]), with the registry whose profiles'
 /// files it protects.
-#[derive(Debug, Default)]
 pub struct CopyGuard {
     /// The profiles declared in the session.
     pub registry: std::sync::Arc<super::Registry>,
+    /// The session, where a profile declared over a table (`table = "t"`) finds its files.
+    pub session: super::SessionSource,
 }
 
 /// The local paths a plan's listing tables read (globs kept as patterns); with `released`, only
@@ -38,37 +40,47 @@ fn scanned_paths(plan: &LogicalPlan, released: bool) -> Result<Vec<PathBuf>> {
         let Ok(provider) = source_as_provider(&scan.source) else {
             return Ok(TreeNodeRecursion::Continue);
         };
-        // A release's input is pinned (`PinnedInput`): the files are those of the table below.
-        let mut tables = Vec::new();
-        match released {
-            true => super::pinned_input::released_leaves(&provider, &mut tables)?,
-            false => super::pinned_input::leaves(&provider, &mut tables)?,
-        }
-        for table in &tables {
-            let Some(listing) =
-                (table.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
-            else {
-                continue;
-            };
-            for url in listing.table_paths() {
-                if url.scheme() != "file" {
-                    continue;
-                }
-                // The decoded path (a prefix is percent-encoded: `#`, `%`, `{`, …).
-                let mut path = url
-                    .get_url()
-                    .to_file_path()
-                    .unwrap_or_else(|_| PathBuf::from(format!("/{}", url.prefix().as_ref())));
-                if let Some(glob) = url.get_glob() {
-                    path.push(glob.as_str());
-                }
-                paths.push(path);
-            }
-        }
+        table_paths(&provider, released, &mut paths)?;
         // Views are inlined before this rule runs; their scans are visited here too.
         Ok(TreeNodeRecursion::Continue)
     })?;
     Ok(paths)
+}
+
+/// Appends the local paths `provider`'s listing tables read (globs kept as patterns); with
+/// `released`, only those a release reads (below a pin).
+fn table_paths(
+    provider: &std::sync::Arc<dyn TableProvider>,
+    released: bool,
+    paths: &mut Vec<PathBuf>,
+) -> Result<()> {
+    // A release's input is pinned (`PinnedInput`): the files are those of the table below.
+    let mut tables = Vec::new();
+    match released {
+        true => super::pinned_input::released_leaves(provider, &mut tables)?,
+        false => super::pinned_input::leaves(provider, &mut tables)?,
+    }
+    for table in &tables {
+        let Some(listing) = (table.as_ref() as &dyn std::any::Any).downcast_ref::<ListingTable>()
+        else {
+            continue;
+        };
+        for url in listing.table_paths() {
+            if url.scheme() != "file" {
+                continue;
+            }
+            // The decoded path (a prefix is percent-encoded: `#`, `%`, `{`, …).
+            let mut path = url
+                .get_url()
+                .to_file_path()
+                .unwrap_or_else(|_| PathBuf::from(format!("/{}", url.prefix().as_ref())));
+            if let Some(glob) = url.get_glob() {
+                path.push(glob.as_str());
+            }
+            paths.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Refuses an `INSERT INTO` a listing table whose location DataFusion took for a glob
@@ -128,6 +140,14 @@ fn absolute_target(output: &str) -> Result<String> {
     Ok(absolute)
 }
 
+impl std::fmt::Debug for CopyGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopyGuard")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
 impl CopyGuard {
     /// Refuses a write (`what`, named in the message) to `output` (a file, or the directory a
     /// partitioned write fills) that would replace or land inside one of the tables `sources`,
@@ -157,8 +177,38 @@ impl CopyGuard {
                 crate::io::refuse_partitioned_over(output, &profile.input)
                     .map_err(|e| refuse(what, e))?;
             }
+            // A profile over a table reads that table's files: a COPY over one of them changed
+            // the input under a view of its release (on a cluster, unpinned, into a release
+            // that broke k).
+            if let Input::Table(table) = &profile.input {
+                for source in self.files_of(table)? {
+                    let source = Input::Path(source);
+                    crate::io::refuse_overwrite(output, &source).map_err(|e| refuse(what, e))?;
+                    if partitioned {
+                        crate::io::refuse_partitioned_over(output, &source)
+                            .map_err(|e| refuse(what, e))?;
+                    }
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The local files table `table` of the session reads (none when the session is gone or
+    /// holds no such table: the profile then reads nothing here).
+    fn files_of(&self, table: &str) -> Result<Vec<PathBuf>> {
+        let Some(state) = (self.session)() else {
+            return Ok(Vec::new());
+        };
+        let ctx = datafusion::prelude::SessionContext::new_with_state(state);
+        let table = table.to_string();
+        let provider = crate::input::block_on(async move { ctx.table_provider(table).await })
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let mut paths = Vec::new();
+        if let Ok(provider) = provider {
+            table_paths(&provider, false, &mut paths)?;
+        }
+        Ok(paths)
     }
 
     /// Refuses an `INSERT INTO` a local listing table of release rows whose new file would land

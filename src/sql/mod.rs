@@ -142,13 +142,15 @@ pub fn functions_with(registry: Arc<Registry>, session: SessionSource) -> Functi
 /// hierarchies for them (add profiles to it before querying).
 pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     let registry = Arc::new(Registry::default());
-    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard {
-        registry: registry.clone(),
-    }));
-    // The distance aggregates read profiles through the session they are called in; a weak
-    // reference, so that registering them does not keep the session alive.
+    // The distance aggregates read profiles through the session they are called in, and the
+    // COPY guard finds there the files of a profile's table; a weak reference, so that
+    // registering them does not keep the session alive.
     let state = ctx.state_weak_ref();
     let session: SessionSource = Arc::new(move || state.upgrade().map(|s| s.read().clone()));
+    ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard {
+        registry: registry.clone(),
+        session: session.clone(),
+    }));
     let all = functions_with(registry.clone(), session);
     for f in all.scalar {
         ctx.register_udf(f);
