@@ -427,6 +427,23 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
     let (remote, local) = (sql(Some(&cluster.url)), sql(None));
     assert!(remote.contains("\"l\""), "{remote}");
     assert_eq!(remote, local);
+    // Per-tuple vectors of a CSV input (rows read in file order by a session derived from the
+    // cluster's: it lost the cluster's mark and read CSV through pbg's scan, which a cluster's
+    // plans cannot carry, and every command reading rows failed on CSV).
+    let vectors = |cluster: Option<&str>| {
+        let mut a = vec!["evaluate", ADULT, "--node", "1,1,1,1,1,1,1,1", "--vectors"];
+        if let Some(c) = cluster {
+            a.extend(["--cluster", c]);
+        }
+        pbg(&a)
+    };
+    let (remote, local) = (vectors(Some(&cluster.url)), vectors(None));
+    assert!(
+        remote.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remote.stderr)
+    );
+    assert!(remote.stdout == local.stdout, "vectors differ on the cluster");
     // A table over a named pipe is refused by name on the client (its schema inferred) and on
     // the executors (its schema given): DataFusion's store opened the pipe and waited for good.
     let pipe = dir.path().join("p.csv");

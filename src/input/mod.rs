@@ -356,13 +356,18 @@ pub async fn unordered_streams(
 /// The session of `ctx` (its tables, pool and settings) scanning with one partition, so that rows
 /// come in file order (files by path, then rows).
 pub fn ordered_context(ctx: &SessionContext) -> SessionContext {
-    let config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
+    let config = ctx
+        .state()
+        .config()
+        .clone()
         .with_target_partitions(1)
         .with_repartition_file_scans(false);
     derived_context(ctx, config)
 }
 
-/// A session sharing `ctx`'s tables, functions and pool, with `config`. The catalogs are shared,
+/// A session sharing `ctx`'s tables, functions and pool, with `config` (made from `ctx`'s, its
+/// extensions kept: a cluster session's mark among them, without which a derived session read
+/// CSV through pbg's scan, which a cluster's plans cannot carry). The catalogs are shared,
 /// so the new session must not create the default catalog again: that replaced the one holding
 /// the session's tables (in the caller's session too), and a registered table vanished.
 fn derived_context(ctx: &SessionContext, mut config: SessionConfig) -> SessionContext {
@@ -379,7 +384,10 @@ fn derived_context(ctx: &SessionContext, mut config: SessionConfig) -> SessionCo
 /// The session of `ctx` scanning in up to `partitions` file ranges (split by bytes, files in
 /// order): taken in order, the partitions are the input in order.
 pub fn ranged_context(ctx: &SessionContext, partitions: usize) -> SessionContext {
-    let mut config = SessionConfig::from(ctx.state().config().options().as_ref().clone())
+    let mut config = ctx
+        .state()
+        .config()
+        .clone()
         .with_target_partitions(partitions.max(1))
         .with_repartition_file_scans(true);
     config
