@@ -443,7 +443,10 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
         "{}",
         String::from_utf8_lossy(&remote.stderr)
     );
-    assert!(remote.stdout == local.stdout, "vectors differ on the cluster");
+    assert!(
+        remote.stdout == local.stdout,
+        "vectors differ on the cluster"
+    );
     // A table over a named pipe is refused by name on the client (its schema inferred) and on
     // the executors (its schema given): DataFusion's store opened the pipe and waited for good.
     let pipe = dir.path().join("p.csv");

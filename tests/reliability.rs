@@ -1092,6 +1092,26 @@ fn generalize_with_the_wrong_arguments_says_what_it_takes() {
     }
 }
 
+/// pbg's aggregates and bitmap functions called with the wrong number of arguments name the
+/// count they take; DataFusion reported an "internal error" of no matching signature, asking
+/// for a bug report (found by an attack round).
+#[test]
+fn pbg_functions_with_a_wrong_argument_count_name_the_count() {
+    for (q, takes) in [
+        ("SELECT entropy_l('a', 'b')", "expected 1 arguments but received 2"),
+        ("SELECT recursive_cl('a')", "expected 2 arguments but received 1"),
+        ("SELECT emd_equal('a')", "expected 2 arguments but received 1"),
+        ("SELECT bitmap_cardinality('a', 'b')", "expected 1 arguments but received 2"),
+        ("SELECT bitmap_contains('a')", "expected 2 arguments but received 1"),
+    ] {
+        let err = fails(&["sql", "-c", q]);
+        assert!(
+            err.contains(takes) && !err.contains("Internal error"),
+            "{q}: {err}"
+        );
+    }
+}
+
 /// `39.0` in an integer column is 39 (it was once reported as 40.0): an interval hierarchy puts
 /// it in [30,40), and an ARX hierarchy whose leaves are integers names it as written.
 #[test]

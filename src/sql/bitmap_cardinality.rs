@@ -6,8 +6,7 @@ use arrow::array::{Array, AsArray, UInt64Array};
 use arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature,
-    Volatility,
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use super::class_bitmap::deserialize;
@@ -33,7 +32,7 @@ impl BitmapCardinalityFunc {
     /// Creates the function.
     pub fn new() -> Self {
         BitmapCardinalityFunc {
-            signature: Signature::one_of(vec![TypeSignature::Any(1)], Volatility::Immutable),
+            signature: Signature::any(1, Volatility::Immutable),
         }
     }
 }

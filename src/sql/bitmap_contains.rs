@@ -7,8 +7,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature,
-    Volatility,
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use super::class_bitmap::deserialize;
@@ -35,7 +34,7 @@ impl BitmapContainsFunc {
     /// Creates the function.
     pub fn new() -> Self {
         BitmapContainsFunc {
-            signature: Signature::one_of(vec![TypeSignature::Any(2)], Volatility::Immutable),
+            signature: Signature::any(2, Volatility::Immutable),
         }
     }
 }

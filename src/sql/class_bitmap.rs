@@ -9,8 +9,7 @@ use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDFImpl, Documentation, EmitTo, GroupsAccumulator, Signature,
-    TypeSignature, Volatility,
+    Accumulator, AggregateUDFImpl, Documentation, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
 use roaring::RoaringBitmap;
 
@@ -176,7 +175,7 @@ impl ClassBitmapFunc {
     /// Creates the function.
     pub fn new() -> Self {
         ClassBitmapFunc {
-            signature: Signature::one_of(vec![TypeSignature::Any(1)], Volatility::Immutable),
+            signature: Signature::any(1, Volatility::Immutable),
         }
     }
 }

@@ -15,8 +15,7 @@ use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDFImpl, Documentation, EmitTo, GroupsAccumulator, Signature,
-    TypeSignature, Volatility,
+    Accumulator, AggregateUDFImpl, Documentation, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
 
 /// Turns a group's histogram into the aggregate's value.
@@ -111,10 +110,9 @@ impl HistogramAggregate {
     pub(super) fn new(spec: &'static HistogramSpec) -> Self {
         HistogramAggregate {
             spec,
-            signature: Signature::one_of(
-                vec![TypeSignature::Any(spec.arity)],
-                Volatility::Immutable,
-            ),
+            // One signature, not `one_of` one: a wrong argument count is then a plain planning
+            // error naming the count, not DataFusion's "internal error" of no matching signature.
+            signature: Signature::any(spec.arity, Volatility::Immutable),
             profiles: None,
         }
     }
