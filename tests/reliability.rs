@@ -1098,11 +1098,26 @@ fn generalize_with_the_wrong_arguments_says_what_it_takes() {
 #[test]
 fn pbg_functions_with_a_wrong_argument_count_name_the_count() {
     for (q, takes) in [
-        ("SELECT entropy_l('a', 'b')", "expected 1 arguments but received 2"),
-        ("SELECT recursive_cl('a')", "expected 2 arguments but received 1"),
-        ("SELECT emd_equal('a')", "expected 2 arguments but received 1"),
-        ("SELECT bitmap_cardinality('a', 'b')", "expected 1 arguments but received 2"),
-        ("SELECT bitmap_contains('a')", "expected 2 arguments but received 1"),
+        (
+            "SELECT entropy_l('a', 'b')",
+            "expected 1 arguments but received 2",
+        ),
+        (
+            "SELECT recursive_cl('a')",
+            "expected 2 arguments but received 1",
+        ),
+        (
+            "SELECT emd_equal('a')",
+            "expected 2 arguments but received 1",
+        ),
+        (
+            "SELECT bitmap_cardinality('a', 'b')",
+            "expected 1 arguments but received 2",
+        ),
+        (
+            "SELECT bitmap_contains('a')",
+            "expected 2 arguments but received 1",
+        ),
     ] {
         let err = fails(&["sql", "-c", q]);
         assert!(
