@@ -568,9 +568,25 @@ fn a_killed_executor_never_leaves_an_unverified_release() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill one executor while the job runs.
-    std::thread::sleep(Duration::from_millis(1500));
-    let mut victim = cluster.executors.remove(0);
+    // Kill an executor once it has finished a task of the job and started another (a later
+    // stage's, whose input it also holds), not at a fixed time that a fast machine finishes the
+    // job before: the loss must be recovered from or reported. With Ballista's adaptive planner
+    // this moment left the job waiting for good.
+    let waiting = Instant::now();
+    let busy = loop {
+        let busy = (0..cluster.executors.len()).find(|e| {
+            std::fs::read_to_string(dir.path().join(format!("executor{e}.log"))).is_ok_and(|l| {
+                l.find("Finished task")
+                    .is_some_and(|f| l[f..].contains("Execute task"))
+            })
+        });
+        let over = job.try_wait().unwrap().is_some() || waiting.elapsed() > Duration::from_secs(60);
+        if busy.is_some() || over {
+            break busy.unwrap_or(0);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut victim = cluster.executors.remove(busy);
     victim.kill().unwrap();
     victim.wait().unwrap();
     let start = Instant::now();

@@ -84,6 +84,11 @@ pub fn client_config(scheduler: &str) -> SessionConfig {
         .upgrade_for_ballista()
         .with_ballista_logical_extension_codec(Arc::new(PbgLogicalCodec::default()))
         .with_ballista_physical_extension_codec(Arc::new(PbgPhysicalCodec::default()))
+        // Ballista's static planner: with its adaptive one (on by default in 55), an executor
+        // lost while a stage's tasks ran left the job waiting for good ("Can't find active
+        // stage to update stage outputs" in the scheduler's log); the static one reruns the
+        // lost tasks.
+        .with_ballista_adaptive_query_planner(false)
         .with_extension(Arc::new(Distributed {
             scheduler: scheduler.to_string(),
         }))
