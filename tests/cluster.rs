@@ -498,6 +498,21 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(work.join("rel/release.parquet").exists());
+    // A COPY's format options travel with the plan (DataFusion's plan serialization drops a
+    // COPY's options: the executors wrote commas).
+    let out = Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .current_dir(&work)
+        .args(["sql", "--cluster", &cluster.url, "-c"])
+        .arg("COPY (SELECT 'Male' AS sex, 99 AS age) TO 'semi.csv' STORED AS CSV OPTIONS ('format.delimiter' ';')")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(work.join("semi.csv")).unwrap();
+    assert_eq!(text.replace('"', ""), "sex;age\nMale;99\n", "{text}");
     let before = std::fs::read(work.join("people.csv")).unwrap();
     let out = copy("people.csv");
     assert!(!out.status.success(), "COPY over the input was not refused");

@@ -123,6 +123,73 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
     }
 }
 
+/// Moves a `COPY`'s format options (`format.*`: a CSV target's delimiter, a Parquet target's
+/// compression, …) into its file format, so that they travel with the plan: DataFusion 55's plan
+/// serialization drops a `COPY`'s options (it decodes them as none), and on a cluster the
+/// target was written with its format's defaults. Locally the format applies them as before.
+/// Options a format does not take are left where they were, for DataFusion to refuse.
+fn fold_format_options(
+    copy: &mut datafusion::logical_expr::dml::CopyTo,
+    config: &ConfigOptions,
+) -> Result<()> {
+    use datafusion::common::config::{ConfigFileType, TableOptions};
+    use datafusion::datasource::file_format::csv::CsvFormatFactory;
+    use datafusion::datasource::file_format::json::JsonFormatFactory;
+    use datafusion::datasource::file_format::parquet::ParquetFormatFactory;
+    use datafusion::datasource::file_format::{
+        FileFormatFactory, file_type_to_format, format_as_file_type,
+    };
+
+    let (format, rest): (std::collections::HashMap<_, _>, _) = copy
+        .options
+        .clone()
+        .into_iter()
+        .partition(|(k, _)| k.starts_with("format."));
+    if format.is_empty() {
+        return Ok(());
+    }
+    let Ok(factory) = file_type_to_format(&copy.file_type) else {
+        return Ok(());
+    };
+    // A format already holding options is left as it is (its own options win).
+    let kind = if factory
+        .downcast_ref::<CsvFormatFactory>()
+        .is_some_and(|f| f.options.is_none())
+    {
+        ConfigFileType::CSV
+    } else if factory
+        .downcast_ref::<ParquetFormatFactory>()
+        .is_some_and(|f| f.options.is_none())
+    {
+        ConfigFileType::PARQUET
+    } else if factory
+        .downcast_ref::<JsonFormatFactory>()
+        .is_some_and(|f| f.options.is_none())
+    {
+        ConfigFileType::JSON
+    } else {
+        return Ok(());
+    };
+    // The session's defaults for the format, then the COPY's own (as DataFusion applies them).
+    let mut table = TableOptions::default_from_session_config(config);
+    table.set_config_format(kind.clone());
+    if table.alter_with_string_hash_map(&format).is_err() {
+        return Ok(());
+    }
+    let folded: std::sync::Arc<dyn FileFormatFactory> = match kind {
+        ConfigFileType::CSV => std::sync::Arc::new(CsvFormatFactory::new_with_options(table.csv)),
+        ConfigFileType::PARQUET => {
+            std::sync::Arc::new(ParquetFormatFactory::new_with_options(table.parquet))
+        }
+        ConfigFileType::JSON => {
+            std::sync::Arc::new(JsonFormatFactory::new_with_options(table.json))
+        }
+    };
+    copy.file_type = format_as_file_type(folded);
+    copy.options = rest;
+    Ok(())
+}
+
 /// A relative local `COPY` target made absolute against this process's directory (a trailing `/`,
 /// which asks for a directory, kept): whoever writes it — this process or a cluster's executor,
 /// whose directory differs — writes the place the guard checked.
@@ -252,7 +319,7 @@ impl CopyGuard {
 }
 
 impl AnalyzerRule for CopyGuard {
-    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
         if let LogicalPlan::Dml(dml) = &plan {
             refuse_insert_into_glob(dml)?;
             self.refuse_insert_into_input(dml)?;
@@ -281,6 +348,7 @@ impl AnalyzerRule for CopyGuard {
         // failure to finalize its writes).
         crate::io::refuse_special_target(&output)
             .map_err(|e| DataFusionError::Plan(format!("COPY: {e}")))?;
+        fold_format_options(&mut copy, config)?;
         let partitioned = !copy.partition_by.is_empty();
         let sources = scanned_paths(&copy.input, false)?;
         self.refuse_write_over("COPY", &output, partitioned, sources, true)?;
