@@ -1092,6 +1092,51 @@ fn generalize_with_the_wrong_arguments_says_what_it_takes() {
     }
 }
 
+/// `generalize` with its hierarchy named per row takes each row's own hierarchy, whatever the
+/// batch holds (one name in a batch was taken as a constant and two refused, so the same query
+/// passed or failed by how rows fell into batches; found by an attack round).
+#[test]
+fn generalize_takes_a_hierarchy_per_row() {
+    let csv = |q: &str| {
+        let out = pbg(&[
+            "sql",
+            "datasets/adult/adult.toml",
+            "--format",
+            "csv",
+            "-c",
+            q,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let per_row = csv(
+        "SELECT generalize(v, h, l) AS g FROM (VALUES ('39', 'age', 1), ('Male', 'sex', 1), ('51', 'age', 2)) t(v, h, l)",
+    );
+    let one_by_one = [("39", "age", 1), ("Male", "sex", 1), ("51", "age", 2)]
+        .map(|(v, h, l)| csv(&format!("SELECT generalize('{v}', '{h}', {l}) AS g")))
+        .join("\n");
+    assert_eq!(per_row, one_by_one);
+    assert_eq!(per_row.lines().count(), 3, "{per_row}");
+    let err = fails(&[
+        "sql",
+        "datasets/adult/adult.toml",
+        "-c",
+        "SELECT generalize(v, h, 1) FROM (VALUES ('39', 'age'), ('40', NULL)) t(v, h)",
+    ]);
+    assert!(
+        err.contains("hierarchy name must not be NULL (row 2"),
+        "{err}"
+    );
+}
+
 /// pbg's aggregates and bitmap functions called with the wrong number of arguments name the
 /// count they take; DataFusion reported an "internal error" of no matching signature, asking
 /// for a bug report (found by an attack round).

@@ -29,7 +29,10 @@ static DOC: LazyLock<Documentation> = LazyLock::new(|| {
         "SELECT generalize(age, 'age', 2) AS age, count(*) FROM adult GROUP BY 1 ORDER BY 1;",
     )
     .with_argument("value", "The column to generalize (any type).")
-    .with_argument("hierarchy", "A hierarchy name: a QI of a registered profile, or `profile.qi`.")
+    .with_argument(
+        "hierarchy",
+        "A hierarchy name: a QI of a registered profile, or `profile.qi`; a constant, or a column naming each row's own.",
+    )
     .with_argument(
         "level",
         "The level, 0 (leaves) to the hierarchy's height: a constant, or a column giving each row its own level.",
@@ -79,6 +82,44 @@ fn level_of(v: &ScalarValue) -> Result<u8> {
     u8::try_from(l).or_else(|_| exec_err!("generalize: level {l} is out of range"))
 }
 
+impl GeneralizeFunc {
+    /// `value` generalized by hierarchy `name` to `level` (a constant, or one per row); `row_of`
+    /// names a row's place in the batch (for messages).
+    fn generalize_as(
+        &self,
+        name: &str,
+        value: ColumnarValue,
+        level: &ColumnarValue,
+        rows: usize,
+        row_of: &dyn Fn(usize) -> usize,
+    ) -> Result<ColumnarValue> {
+        let h = self.registry.hierarchy("generalize", name)?;
+        let run = |level: u8, array: &ArrayRef| {
+            generalize(&h, level, array).map_err(|e| {
+                datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
+            })
+        };
+        let level = match super::table::constant(level)? {
+            Some(s) => level_of(&s)?,
+            None => {
+                // A level per row (local recoding): each distinct level over the whole column,
+                // then every row takes its own level's label.
+                let levels = level.clone().into_array(rows)?;
+                let array = value.into_array(rows)?;
+                return per_row_levels(&levels, &array, row_of, run).map(ColumnarValue::Array);
+            }
+        };
+        let scalar = matches!(value, ColumnarValue::Scalar(_));
+        let array = value.into_array(if scalar { 1 } else { rows })?;
+        let out = run(level, &array)?;
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+}
+
 impl ScalarUDFImpl for GeneralizeFunc {
     fn name(&self) -> &str {
         "generalize"
@@ -118,38 +159,30 @@ impl ScalarUDFImpl for GeneralizeFunc {
         let rows = args.number_rows;
         let [value, hierarchy, level] =
             datafusion::common::utils::take_function_args(self.name(), args.args)?;
-        let name = match super::table::constant(&hierarchy)? {
-            Some(s) if !s.is_null() => s.to_string(),
-            Some(_) => {
-                return exec_err!("generalize: the hierarchy name must not be NULL");
+        match super::table::constant(&hierarchy)? {
+            Some(s) if !s.is_null() => {
+                self.generalize_as(&s.to_string(), value, &level, rows, &|row| row)
             }
+            Some(_) => exec_err!("generalize: the hierarchy name must not be NULL"),
             None => {
-                return exec_err!("generalize: the hierarchy name must be a constant");
+                // A hierarchy per row: each name over its own rows, then every row takes its
+                // label (a batch holding one name was taken as a constant and one holding
+                // several refused, so the same query failed or not by how rows fell in batches).
+                let names = arrow::compute::cast(&hierarchy.into_array(rows)?, &DataType::Utf8)?;
+                per_row(&names, |name, picked| {
+                    let take = |c: &ColumnarValue| -> Result<ColumnarValue> {
+                        Ok(match c {
+                            ColumnarValue::Scalar(s) => ColumnarValue::Scalar(s.clone()),
+                            ColumnarValue::Array(a) => {
+                                ColumnarValue::Array(arrow::compute::take(a, picked, None)?)
+                            }
+                        })
+                    };
+                    let row_of = |i: usize| picked.value(i) as usize;
+                    self.generalize_as(name, take(&value)?, &take(&level)?, picked.len(), &row_of)?
+                        .into_array(picked.len())
+                })
             }
-        };
-        let h = self.registry.hierarchy("generalize", &name)?;
-        let run = |level: u8, array: &ArrayRef| {
-            generalize(&h, level, array).map_err(|e| {
-                datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
-            })
-        };
-        let level = match super::table::constant(&level)? {
-            Some(s) => level_of(&s)?,
-            None => {
-                // A level per row (local recoding): each distinct level over the whole column,
-                // then every row takes its own level's label.
-                let levels = level.into_array(rows)?;
-                let array = value.into_array(rows)?;
-                return per_row_levels(&levels, &array, run).map(ColumnarValue::Array);
-            }
-        };
-        let scalar = matches!(value, ColumnarValue::Scalar(_));
-        let array = value.into_array(if scalar { 1 } else { rows })?;
-        let out = run(level, &array)?;
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(out))
         }
     }
 
@@ -163,6 +196,7 @@ impl ScalarUDFImpl for GeneralizeFunc {
 fn per_row_levels(
     levels: &ArrayRef,
     values: &ArrayRef,
+    row_of: &dyn Fn(usize) -> usize,
     run: impl Fn(u8, &ArrayRef) -> Result<ArrayRef>,
 ) -> Result<ArrayRef> {
     use arrow::array::{Array, AsArray};
@@ -174,14 +208,14 @@ fn per_row_levels(
         if levels.is_null(row) {
             return exec_err!(
                 "generalize: the level must not be NULL (row {} of the batch)",
-                row + 1
+                row_of(row) + 1
             );
         }
         let l = levels.value(row);
         let Ok(l) = u8::try_from(l) else {
             return exec_err!(
                 "generalize: level {l} is out of range (row {} of the batch)",
-                row + 1
+                row_of(row) + 1
             );
         };
         let at = match distinct.iter().position(|&d| d == l) {
@@ -199,6 +233,44 @@ fn per_row_levels(
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<&dyn Array> = outs.iter().map(|a| a.as_ref()).collect();
     Ok(arrow::compute::interleave(&refs, &picks)?)
+}
+
+/// The labels of every row under its own hierarchy, named per row in `names` (Utf8; a NULL name
+/// is an error naming the row): `run` gives the labels of one name's rows (their indices).
+fn per_row(
+    names: &ArrayRef,
+    run: impl Fn(&str, &arrow::array::UInt32Array) -> Result<ArrayRef>,
+) -> Result<ColumnarValue> {
+    use arrow::array::{Array, AsArray};
+    let names = names.as_string::<i32>();
+    let mut distinct: Vec<(&str, Vec<u32>)> = Vec::new();
+    let mut picks: Vec<(usize, usize)> = Vec::with_capacity(names.len());
+    for row in 0..names.len() {
+        if names.is_null(row) {
+            return exec_err!(
+                "generalize: the hierarchy name must not be NULL (row {} of the batch)",
+                row + 1
+            );
+        }
+        let name = names.value(row);
+        let at = match distinct.iter().position(|(d, _)| *d == name) {
+            Some(i) => i,
+            None => {
+                distinct.push((name, Vec::new()));
+                distinct.len() - 1
+            }
+        };
+        picks.push((at, distinct[at].1.len()));
+        distinct[at].1.push(row as u32);
+    }
+    let outs = distinct
+        .into_iter()
+        .map(|(name, rows)| run(name, &arrow::array::UInt32Array::from(rows)))
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&dyn Array> = outs.iter().map(|a| a.as_ref()).collect();
+    Ok(ColumnarValue::Array(arrow::compute::interleave(
+        &refs, &picks,
+    )?))
 }
 
 /// Marks `generalize`'s wire form.
