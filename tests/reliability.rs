@@ -2201,6 +2201,40 @@ fn look_alike_columns_of_a_qi_are_noted() {
     assert!(err.contains("QI `zip`"), "{err}");
 }
 
+/// A nested column holding a field named like a QI (`info.Age` beside the QI `age`) is named in
+/// a note: the struct is released as it is, the raw attribute inside it (found by an attack
+/// round: no note was given).
+#[test]
+fn a_field_named_like_a_qi_inside_a_nested_column_is_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("n.parquet");
+    let copy = format!(
+        "COPY (SELECT id, zip, age, marital, named_struct('Age', age, 'n', [named_struct('zip', zip)]) AS info FROM t1) TO '{}'",
+        nested.display()
+    );
+    let made = pbg(&["sql", "datasets/t1/t1.toml", "-c", &copy]);
+    assert!(made.status.success(), "{made:?}");
+    let out = dir.path().join("o.parquet");
+    let run = pbg(&[
+        "anonymize",
+        "datasets/t1/t1.toml",
+        "--input",
+        nested.to_str().unwrap(),
+        "--node",
+        "1,1",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    let err = String::from_utf8_lossy(&run.stderr);
+    for (path, qi) in [("info.Age", "age"), ("info.n.zip", "zip")] {
+        assert!(
+            err.contains(&format!("its field `{path}` is named like QI `{qi}`")),
+            "{path}: {err}"
+        );
+    }
+}
+
 /// A named pipe as input is refused up front: pbg reads its input more than once, and the
 /// first pass took the pipe's bytes (the next reported "the table is empty").
 #[test]

@@ -84,7 +84,8 @@ pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
                 .map(|&i| (ds.schema.field(i).name().as_str(), "identifier")),
         )
         .collect();
-    ds.schema
+    let mut notes: Vec<String> = ds
+        .schema
         .fields()
         .iter()
         .map(|f| f.name().as_str())
@@ -99,7 +100,48 @@ pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
                     )
                 })
         })
-        .collect()
+        .collect();
+    // Fields inside nested columns (a struct's `age`) are released as they are too: a role's
+    // name there is most likely the attribute itself, raw.
+    for f in ds.schema.fields() {
+        if roles.iter().any(|(r, _)| r == f.name()) || *f.name() == ds.sensitive.name {
+            continue;
+        }
+        let mut inner = Vec::new();
+        nested_fields(f.data_type(), f.name(), &mut inner);
+        for path in inner {
+            let leaf = path.rsplit('.').next().unwrap_or(&path);
+            if let Some((r, role)) = roles.iter().find(|(r, _)| norm(r) == norm(leaf)) {
+                notes.push(format!(
+                    "column `{}` is released as it is, but its field `{path}` is named like {role} `{r}`: if it holds the same attribute, drop the column (or flatten it and declare the field) in the profile",
+                    f.name()
+                ));
+            }
+        }
+    }
+    notes
+}
+
+/// The paths (`outer.inner`) of the fields nested in a value of `t` named `at`: struct fields,
+/// and those of list items and map entries.
+fn nested_fields(t: &arrow::datatypes::DataType, at: &str, out: &mut Vec<String>) {
+    use arrow::datatypes::DataType;
+    match t {
+        DataType::Struct(fields) => {
+            for f in fields {
+                let path = format!("{at}.{}", f.name());
+                out.push(path.clone());
+                nested_fields(f.data_type(), &path, out);
+            }
+        }
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => nested_fields(f.data_type(), at, out),
+        _ => {}
+    }
 }
 
 /// Notes on columns a Parquet release keeps that other readers will not read as pbg writes
