@@ -2235,6 +2235,55 @@ fn a_field_named_like_a_qi_inside_a_nested_column_is_noted() {
     }
 }
 
+/// A header after two byte-order marks names its first column with the second (as every CSV
+/// reader does), and a CSV release keeps that name: it writes a mark of its own before it. The
+/// profile's read dropped both marks, renaming the column (found by an attack round).
+#[test]
+fn a_byte_order_mark_inside_the_first_name_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = "\u{feff}\u{feff}zip,disease,note\n".to_string();
+    for i in 0..12 {
+        text.push_str(&format!("1305{},{},n{i}\n", i % 2, ["flu", "cold"][i % 2]));
+    }
+    let data = write(dir.path(), "d.csv", &text);
+    let p = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"note\"\nhierarchy = {{ type = \"mask\", steps = 2 }}\n"
+        ),
+    );
+    let out = dir.path().join("o.csv");
+    let report = pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(report["verified"], true, "{report}");
+    let released = fs::read(&out).unwrap();
+    assert!(
+        released.starts_with("\u{feff}\u{feff}zip,disease,note\n".as_bytes()),
+        "{:?}",
+        String::from_utf8_lossy(&released[..40])
+    );
+    // The column is `\u{feff}zip` for the profile's read as for SQL's.
+    let p = write(
+        dir.path(),
+        "q.toml",
+        &format!(
+            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\", steps = 2 }}\n"
+        ),
+    );
+    let err = fails(&["evaluate", &p, "--node", "1"]);
+    assert!(
+        err.contains("no column `zip` (the columns are: \u{feff}zip, disease"),
+        "{err}"
+    );
+}
+
 /// A named pipe as input is refused up front: pbg reads its input more than once, and the
 /// first pass took the pipe's bytes (the next reported "the table is empty").
 #[test]

@@ -378,20 +378,16 @@ pub fn kind_of(path: &Path) -> Result<(FileKind, String)> {
 }
 
 /// The header of a CSV file: its first record ([`record_fields`]), so it is the header its rows
-/// are read under; a leading BOM is dropped. A file holding no record (empty, or blank lines
-/// only) is an empty table; a header naming no column (an empty first line is skipped, so a
-/// byte-order mark alone) is refused.
+/// are read under; a leading BOM is dropped (by csv-core, as every reader does: a second one
+/// begins the first name, and this function once dropped it too, renaming the column). A file
+/// holding no record (empty, or blank lines only) is an empty table; a header naming no column
+/// (an empty first line is skipped, so a byte-order mark alone) is refused.
 fn csv_header(path: &Path, delimiter: u8) -> Result<Vec<String>> {
-    let Some(mut names) = record_fields(path, delimiter)? else {
+    let Some(names) = record_fields(path, delimiter)? else {
         return Err(PbgError::EmptyTable {
             path: path.to_path_buf(),
         });
     };
-    if let Some(first) = names.first_mut()
-        && let Some(rest) = first.strip_prefix('\u{feff}')
-    {
-        *first = rest.to_string();
-    }
     if names.len() == 1 && names[0].is_empty() {
         let tiny = std::fs::metadata(path).is_ok_and(|m| m.len() <= 4);
         return Err(match tiny {

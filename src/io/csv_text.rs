@@ -9,6 +9,9 @@ use csv_core::{QuoteStyle, Terminator, Writer, WriterBuilder};
 
 use crate::input::text::TextColumn;
 
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Quotes fields as arrow's CSV writer does with its default options.
 #[derive(Debug)]
 pub struct CsvQuoting {
@@ -58,6 +61,11 @@ impl CsvQuoting {
         }
         if names.len() == 1 && out.is_empty() {
             out.extend_from_slice(b"\"\"");
+        }
+        // A first name beginning with a byte-order mark, unquoted, would be read back without it
+        // (a reader drops a file's leading BOM): a BOM of the file's own goes before it.
+        if out.starts_with(BOM) {
+            out.splice(0..0, BOM.iter().copied());
         }
         out.push(b'\n');
         out
