@@ -1125,6 +1125,18 @@ fn generalize_takes_a_hierarchy_per_row() {
         .join("\n");
     assert_eq!(per_row, one_by_one);
     assert_eq!(per_row.lines().count(), 3, "{per_row}");
+    // A value that is no leaf of its row's hierarchy is named with its row in the batch (not
+    // among that hierarchy's rows).
+    let err = fails(&[
+        "sql",
+        "datasets/adult/adult.toml",
+        "-c",
+        "SELECT generalize(v, h, 1) FROM (VALUES ('39', 'age'), ('Male', 'sex'), ('Martian', 'sex')) t(v, h)",
+    ]);
+    assert!(
+        err.contains("value `Martian` (first at data row 3)"),
+        "{err}"
+    );
     let err = fails(&[
         "sql",
         "datasets/adult/adult.toml",
@@ -1135,6 +1147,32 @@ fn generalize_takes_a_hierarchy_per_row() {
         err.contains("hierarchy name must not be NULL (row 2"),
         "{err}"
     );
+}
+
+/// A COPY with format options and an option of another kind (`execution.…`) writes as before:
+/// moving the format options into the format (so a cluster gets them) handed the format the
+/// other option, which it refused (found by an attack round).
+#[test]
+fn a_copy_with_format_and_execution_options_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = format!(
+        "COPY (SELECT * FROM t1) TO '{}/' STORED AS CSV PARTITIONED BY (marital) OPTIONS ('format.delimiter' '|', 'execution.keep_partition_by_columns' 'true')",
+        dir.path().display()
+    );
+    let out = pbg(&["sql", "datasets/t1/t1.toml", "-c", &q]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let part = fs::read_dir(dir.path().join("marital=Divorced"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let text = fs::read_to_string(part).unwrap();
+    assert!(text.starts_with("id|zip|age|marital\n"), "{text}");
 }
 
 /// pbg's aggregates and bitmap functions called with the wrong number of arguments name the

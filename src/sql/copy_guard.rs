@@ -127,7 +127,8 @@ fn refuse_insert_into_glob(dml: &datafusion::logical_expr::DmlStatement) -> Resu
 /// compression, …) into its file format, so that they travel with the plan: DataFusion 55's plan
 /// serialization drops a `COPY`'s options (it decodes them as none), and on a cluster the
 /// target was written with its format's defaults. Locally the format applies them as before.
-/// Options a format does not take are left where they were, for DataFusion to refuse.
+/// Options a format does not take are left where they were, for DataFusion to refuse, and so
+/// are all of a COPY's options when some are not its format's (those are then lost on a cluster).
 fn fold_format_options(
     copy: &mut datafusion::logical_expr::dml::CopyTo,
     config: &ConfigOptions,
@@ -145,7 +146,9 @@ fn fold_format_options(
         .clone()
         .into_iter()
         .partition(|(k, _)| k.starts_with("format."));
-    if format.is_empty() {
+    // Only a COPY whose options are all its format's: DataFusion hands the format every option
+    // left (`execution.keep_partition_by_columns`, …), which a format holding options refuses.
+    if format.is_empty() || !rest.is_empty() {
         return Ok(());
     }
     let Ok(factory) = file_type_to_format(&copy.file_type) else {

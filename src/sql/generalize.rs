@@ -96,6 +96,21 @@ impl GeneralizeFunc {
         let h = self.registry.hierarchy("generalize", name)?;
         let run = |level: u8, array: &ArrayRef| {
             generalize(&h, level, array).map_err(|e| {
+                // The row of the values given (one hierarchy's rows of the batch) is the batch's.
+                let e = match e {
+                    crate::PbgError::ValueNotInHierarchy {
+                        column,
+                        value,
+                        row,
+                        source_name,
+                    } => crate::PbgError::ValueNotInHierarchy {
+                        column,
+                        value,
+                        row: row_of(row.saturating_sub(1)) + 1,
+                        source_name,
+                    },
+                    e => e,
+                };
                 datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
             })
         };
