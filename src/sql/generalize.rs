@@ -155,10 +155,18 @@ impl ScalarUDFImpl for GeneralizeFunc {
     }
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        if !matches!(
-            args[1],
-            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Null
-        ) {
+        let text = |t: &DataType| {
+            matches!(
+                t,
+                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Null
+            )
+        };
+        // A dictionary of names too (a column of hierarchy names read from Parquet).
+        let named = match &args[1] {
+            DataType::Dictionary(_, values) => text(values),
+            t => text(t),
+        };
+        if !named {
             return plan_err!(
                 "generalize: the hierarchy name must be a string, got {}",
                 args[1]
