@@ -2252,7 +2252,7 @@ fn a_field_named_like_a_qi_inside_a_nested_column_is_noted() {
     let dir = tempfile::tempdir().unwrap();
     let nested = dir.path().join("n.parquet");
     let copy = format!(
-        "COPY (SELECT id, zip, age, marital, named_struct('Age', age, 'n', [named_struct('zip', zip)]) AS info FROM t1) TO '{}'",
+        "COPY (SELECT id, zip, age, marital, named_struct('Age', age, 'n', [named_struct('zip', zip)], 'my.zip', 1) AS info FROM t1) TO '{}'",
         nested.display()
     );
     let made = pbg(&["sql", "datasets/t1/t1.toml", "-c", &copy]);
@@ -2276,6 +2276,8 @@ fn a_field_named_like_a_qi_inside_a_nested_column_is_noted() {
             "{path}: {err}"
         );
     }
+    // A field's own name is compared whole (`my.zip` is not `zip`).
+    assert!(!err.contains("info.my.zip"), "{err}");
 }
 
 /// A header after two byte-order marks names its first column with the second (as every CSV
@@ -2313,13 +2315,7 @@ fn a_byte_order_mark_inside_the_first_name_is_kept() {
         String::from_utf8_lossy(&released[..40])
     );
     // The column is `\u{feff}zip` for the profile's read as for SQL's.
-    let p = write(
-        dir.path(),
-        "q.toml",
-        &format!(
-            "input = \"{data}\"\nsensitive = \"disease\"\n[[qi]]\nname = \"zip\"\nhierarchy = {{ type = \"mask\", steps = 2 }}\n"
-        ),
-    );
+    let p = profile(dir.path(), &data, false, "");
     let err = fails(&["evaluate", &p, "--node", "1"]);
     assert!(
         err.contains("no column `zip` (the columns are: \u{feff}zip, disease"),

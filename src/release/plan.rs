@@ -109,9 +109,8 @@ pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
         }
         let mut inner = Vec::new();
         nested_fields(f.data_type(), f.name(), &mut inner);
-        for path in inner {
-            let leaf = path.rsplit('.').next().unwrap_or(&path);
-            if let Some((r, role)) = roles.iter().find(|(r, _)| norm(r) == norm(leaf)) {
+        for (path, leaf) in inner {
+            if let Some((r, role)) = roles.iter().find(|(r, _)| norm(r) == norm(&leaf)) {
                 notes.push(format!(
                     "column `{}` is released as it is, but its field `{path}` is named like {role} `{r}`: if it holds the same attribute, drop the column (or flatten it and declare the field) in the profile",
                     f.name()
@@ -122,15 +121,15 @@ pub fn look_alike_columns(ds: &crate::encode::Dataset) -> Vec<String> {
     notes
 }
 
-/// The paths (`outer.inner`) of the fields nested in a value of `t` named `at`: struct fields,
-/// and those of list items and map entries.
-fn nested_fields(t: &arrow::datatypes::DataType, at: &str, out: &mut Vec<String>) {
+/// The fields nested in a value of `t` named `at`, each as its path (`outer.inner`) and its own
+/// name (a name may hold a dot): struct fields, and those of list items and map entries.
+fn nested_fields(t: &arrow::datatypes::DataType, at: &str, out: &mut Vec<(String, String)>) {
     use arrow::datatypes::DataType;
     match t {
         DataType::Struct(fields) => {
             for f in fields {
                 let path = format!("{at}.{}", f.name());
-                out.push(path.clone());
+                out.push((path.clone(), f.name().clone()));
                 nested_fields(f.data_type(), &path, out);
             }
         }

@@ -94,9 +94,9 @@ impl GeneralizeFunc {
         row_of: &dyn Fn(usize) -> usize,
     ) -> Result<ColumnarValue> {
         let h = self.registry.hierarchy("generalize", name)?;
-        let run = |level: u8, array: &ArrayRef| {
+        // One level over `array`, whose row `i` is the batch's `row_of(i)` (for messages).
+        let run = |level: u8, array: &ArrayRef, row_of: &dyn Fn(usize) -> usize| {
             generalize(&h, level, array).map_err(|e| {
-                // The row of the values given (one hierarchy's rows of the batch) is the batch's.
                 let e = match e {
                     crate::PbgError::ValueNotInHierarchy {
                         column,
@@ -117,16 +117,20 @@ impl GeneralizeFunc {
         let level = match super::table::constant(level)? {
             Some(s) => level_of(&s)?,
             None => {
-                // A level per row (local recoding): each distinct level over the whole column,
-                // then every row takes its own level's label.
-                let levels = level.clone().into_array(rows)?;
+                // A level per row (local recoding): each level over its own rows, then every
+                // row takes its label.
+                let levels = checked_levels(&level.clone().into_array(rows)?, row_of)?;
                 let array = value.into_array(rows)?;
-                return per_row_levels(&levels, &array, row_of, run).map(ColumnarValue::Array);
+                return by_row_key(&levels, |level, picked| {
+                    let subset = arrow::compute::take(&array, picked, None)?;
+                    run(level, &subset, &|i| row_of(picked.value(i) as usize))
+                })
+                .map(ColumnarValue::Array);
             }
         };
         let scalar = matches!(value, ColumnarValue::Scalar(_));
         let array = value.into_array(if scalar { 1 } else { rows })?;
-        let out = run(level, &array)?;
+        let out = run(level, &array, row_of)?;
         if scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
         } else {
@@ -192,19 +196,22 @@ impl ScalarUDFImpl for GeneralizeFunc {
                 // label (a batch holding one name was taken as a constant and one holding
                 // several refused, so the same query failed or not by how rows fell in batches).
                 let names = arrow::compute::cast(&hierarchy.into_array(rows)?, &DataType::Utf8)?;
-                per_row(&names, |name, picked| {
-                    let take = |c: &ColumnarValue| -> Result<ColumnarValue> {
-                        Ok(match c {
-                            ColumnarValue::Scalar(s) => ColumnarValue::Scalar(s.clone()),
-                            ColumnarValue::Array(a) => {
-                                ColumnarValue::Array(arrow::compute::take(a, picked, None)?)
-                            }
-                        })
-                    };
+                let names = checked_names(&names)?;
+                let take = |c: &ColumnarValue, picked: &arrow::array::UInt32Array| {
+                    Ok::<_, datafusion::common::DataFusionError>(match c {
+                        ColumnarValue::Scalar(s) => ColumnarValue::Scalar(s.clone()),
+                        ColumnarValue::Array(a) => {
+                            ColumnarValue::Array(arrow::compute::take(a, picked, None)?)
+                        }
+                    })
+                };
+                by_row_key(&names, |name, picked| {
                     let row_of = |i: usize| picked.value(i) as usize;
-                    self.generalize_as(name, take(&value)?, &take(&level)?, picked.len(), &row_of)?
+                    let (value, level) = (take(&value, picked)?, take(&level, picked)?);
+                    self.generalize_as(name, value, &level, picked.len(), &row_of)?
                         .into_array(picked.len())
                 })
+                .map(ColumnarValue::Array)
             }
         }
     }
@@ -214,86 +221,74 @@ impl ScalarUDFImpl for GeneralizeFunc {
     }
 }
 
-/// The labels of `values`, each at the level of its row in `levels` (integers; NULL and
-/// out-of-range levels are errors naming the row), through `run` (one level over a column).
-fn per_row_levels(
-    levels: &ArrayRef,
-    values: &ArrayRef,
-    row_of: &dyn Fn(usize) -> usize,
-    run: impl Fn(u8, &ArrayRef) -> Result<ArrayRef>,
-) -> Result<ArrayRef> {
+/// Each row's level in `levels` (integers); a NULL or out-of-range level is an error naming
+/// the row (`row_of`: its place in the batch).
+fn checked_levels(levels: &ArrayRef, row_of: &dyn Fn(usize) -> usize) -> Result<Vec<u8>> {
     use arrow::array::{Array, AsArray};
     let levels = arrow::compute::cast(levels, &DataType::Int64)?;
     let levels = levels.as_primitive::<arrow::datatypes::Int64Type>();
-    let mut distinct: Vec<u8> = Vec::new();
-    let mut picks: Vec<(usize, usize)> = Vec::with_capacity(levels.len());
-    for row in 0..levels.len() {
-        if levels.is_null(row) {
-            return exec_err!(
-                "generalize: the level must not be NULL (row {} of the batch)",
-                row_of(row) + 1
-            );
-        }
-        let l = levels.value(row);
-        let Ok(l) = u8::try_from(l) else {
-            return exec_err!(
-                "generalize: level {l} is out of range (row {} of the batch)",
-                row_of(row) + 1
-            );
-        };
-        let at = match distinct.iter().position(|&d| d == l) {
-            Some(i) => i,
-            None => {
-                distinct.push(l);
-                distinct.len() - 1
+    (0..levels.len())
+        .map(|row| {
+            if levels.is_null(row) {
+                return exec_err!(
+                    "generalize: the level must not be NULL (row {} of the batch)",
+                    row_of(row) + 1
+                );
             }
-        };
-        picks.push((at, row));
-    }
-    let outs = distinct
-        .iter()
-        .map(|&l| run(l, values))
-        .collect::<Result<Vec<_>>>()?;
-    let refs: Vec<&dyn Array> = outs.iter().map(|a| a.as_ref()).collect();
-    Ok(arrow::compute::interleave(&refs, &picks)?)
+            let l = levels.value(row);
+            u8::try_from(l).or_else(|_| {
+                exec_err!(
+                    "generalize: level {l} is out of range (row {} of the batch)",
+                    row_of(row) + 1
+                )
+            })
+        })
+        .collect()
 }
 
-/// The labels of every row under its own hierarchy, named per row in `names` (Utf8; a NULL name
-/// is an error naming the row): `run` gives the labels of one name's rows (their indices).
-fn per_row(
-    names: &ArrayRef,
-    run: impl Fn(&str, &arrow::array::UInt32Array) -> Result<ArrayRef>,
-) -> Result<ColumnarValue> {
+/// Each row's hierarchy name in `names` (Utf8); a NULL name is an error naming the row.
+fn checked_names(names: &ArrayRef) -> Result<Vec<&str>> {
     use arrow::array::{Array, AsArray};
     let names = names.as_string::<i32>();
-    let mut distinct: Vec<(&str, Vec<u32>)> = Vec::new();
-    let mut picks: Vec<(usize, usize)> = Vec::with_capacity(names.len());
-    for row in 0..names.len() {
-        if names.is_null(row) {
-            return exec_err!(
+    (0..names.len())
+        .map(|row| match names.is_null(row) {
+            true => exec_err!(
                 "generalize: the hierarchy name must not be NULL (row {} of the batch)",
                 row + 1
-            );
-        }
-        let name = names.value(row);
-        let at = match distinct.iter().position(|(d, _)| *d == name) {
+            ),
+            false => Ok(names.value(row)),
+        })
+        .collect()
+}
+
+/// The rows grouped by their key (a level, a hierarchy name), each group's labels given by
+/// `run` over its rows (their indices in the batch), put back in row order.
+fn by_row_key<K: PartialEq + Copy>(
+    keys: &[K],
+    run: impl Fn(K, &arrow::array::UInt32Array) -> Result<ArrayRef>,
+) -> Result<ArrayRef> {
+    let mut groups: Vec<(K, Vec<u32>)> = Vec::new();
+    let mut picks: Vec<(usize, usize)> = Vec::with_capacity(keys.len());
+    for (row, &key) in keys.iter().enumerate() {
+        let at = match groups.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {
-                distinct.push((name, Vec::new()));
-                distinct.len() - 1
+                groups.push((key, Vec::new()));
+                groups.len() - 1
             }
         };
-        picks.push((at, distinct[at].1.len()));
-        distinct[at].1.push(row as u32);
+        picks.push((at, groups[at].1.len()));
+        groups[at].1.push(row as u32);
     }
-    let outs = distinct
+    if groups.is_empty() {
+        return Ok(arrow::array::new_empty_array(&generalized_type()));
+    }
+    let outs = groups
         .into_iter()
-        .map(|(name, rows)| run(name, &arrow::array::UInt32Array::from(rows)))
+        .map(|(key, rows)| run(key, &arrow::array::UInt32Array::from(rows)))
         .collect::<Result<Vec<_>>>()?;
-    let refs: Vec<&dyn Array> = outs.iter().map(|a| a.as_ref()).collect();
-    Ok(ColumnarValue::Array(arrow::compute::interleave(
-        &refs, &picks,
-    )?))
+    let refs: Vec<&dyn arrow::array::Array> = outs.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow::compute::interleave(&refs, &picks)?)
 }
 
 /// Marks `generalize`'s wire form.
