@@ -511,12 +511,59 @@ fn a_scheduler_and_two_executors_release_what_the_local_run_releases() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Quoted only where needed (DataFusion's encoder swapped `Necessary` for `Always`).
     let text = std::fs::read_to_string(work.join("semi.csv")).unwrap();
-    assert_eq!(text.replace('"', ""), "sex;age\nMale;99\n", "{text}");
+    assert_eq!(text, "sex;age\nMale;99\n");
+    // An option that cannot travel is refused, and nothing is written (the executors wrote the
+    // target without it).
+    let out = Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .current_dir(&work)
+        .args(["sql", "--cluster", &cluster.url, "-c"])
+        .arg("COPY (SELECT 'Male' AS sex, 99 AS age) TO 'lost.csv' STORED AS CSV OPTIONS ('format.delimiter' ';', 'execution.keep_partition_by_columns' 'true')")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("execution.keep_partition_by_columns") && err.contains("would not reach"),
+        "{err}"
+    );
+    assert!(!work.join("lost.csv").exists());
     let before = std::fs::read(work.join("people.csv")).unwrap();
     let out = copy("people.csv");
     assert!(!out.status.success(), "COPY over the input was not refused");
     assert_eq!(std::fs::read(work.join("people.csv")).unwrap(), before);
+    // A view of a release is pinned on a cluster too: once a file joined its input directory
+    // (an insert), the view is refused when a query is sent (it released the new rows under
+    // the old statistics).
+    std::fs::create_dir_all(work.join("lakedir")).unwrap();
+    std::fs::copy(repo("datasets/adult/adult.csv"), work.join("lakedir/a.csv")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .current_dir(&work)
+        .args(["sql", repo(ADULT).to_str().unwrap(), "--input", "lakedir/"])
+        .args(["--table", "people", "--cluster", &cluster.url, "-c"])
+        .arg(
+            "CREATE VIEW rel AS SELECT * FROM pbg_anonymize('people', '2,2,2,1,1,1,1,1'); \
+             SELECT count(*) AS before_insert FROM rel; \
+             CREATE EXTERNAL TABLE raw STORED AS CSV LOCATION 'lakedir/' OPTIONS ('format.has_header' 'true'); \
+             INSERT INTO raw SELECT * FROM raw LIMIT 1; \
+             SELECT count(*) AS after_insert FROM rel",
+        )
+        .output()
+        .unwrap();
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.contains("before_insert") && stdout.contains("30011"),
+        "{stdout}\n{err}"
+    );
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        err.contains("changed since this release was planned") && !stdout.contains("after_insert"),
+        "{stdout}\n{err}"
+    );
 }
 
 #[test]

@@ -1437,3 +1437,60 @@ fn prompt_commands() {
     );
     assert_eq!(err.matches("unknown command").count(), 1, "{err}");
 }
+
+/// A failed write leaves its target as it was: DataFusion 55 finishes the writers of a failed
+/// write, which left the rows before the failure in the target (part of a release, its
+/// classes cut below k) or an existing target empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_copy_leaves_its_target_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = SessionContext::new();
+    pbg::sql::register(&ctx);
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move { ctx.sql(&sql).await?.collect().await }
+    };
+    // Fails on row 90,000, after many batches were written.
+    let late = "SELECT CAST(CASE WHEN value = 90000 THEN 'x' ELSE '1' END AS INT) AS c FROM generate_series(1, 100000)";
+    // Fails at its first batch (a struct cannot go to CSV).
+    let early = "SELECT named_struct('x', value) AS s FROM generate_series(1, 10)";
+    let previous = dir.path().join("previous.csv");
+    let fresh = dir.path().join("fresh.csv");
+    for query in [late, early] {
+        std::fs::write(&previous, "c\n7\n").unwrap();
+        for target in [&previous, &fresh] {
+            let copy = format!("COPY ({query}) TO '{}' STORED AS CSV", target.display());
+            let err = run(copy).await.unwrap_err().to_string();
+            assert!(
+                err.contains("Cast error") || err.contains("Struct"),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&previous).unwrap(), "c\n7\n");
+        assert!(!fresh.exists(), "a failed COPY left {}", fresh.display());
+    }
+    // A directory target keeps its files, and gets none of the failed write's.
+    let lake = dir.path().join("lake");
+    std::fs::create_dir(&lake).unwrap();
+    std::fs::write(lake.join("old.csv"), "c\n7\n").unwrap();
+    let copy = format!("COPY ({late}) TO '{}/' STORED AS CSV", lake.display());
+    run(copy).await.unwrap_err();
+    let names: Vec<_> = std::fs::read_dir(&lake)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["old.csv"]);
+    // No link to a previous file is left beside it, and a write that succeeds replaces it.
+    let ok = format!(
+        "COPY (SELECT 1 AS c) TO '{}' STORED AS CSV",
+        previous.display()
+    );
+    run(ok).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&previous).unwrap(), "c\n1\n");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("pbg-previous"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

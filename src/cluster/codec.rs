@@ -145,7 +145,8 @@ impl LogicalExtensionCodec for PbgLogicalCodec {
         buf: &mut Vec<u8>,
         node: Arc<dyn FileFormatFactory>,
     ) -> Result<()> {
-        self.inner.try_encode_file_format(buf, node)
+        self.inner
+            .try_encode_file_format(buf, csv_quote_style_for_the_wire(node))
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
@@ -186,6 +187,28 @@ impl PhysicalExtensionCodec for PbgPhysicalCodec {
     }
 }
 
+/// A CSV format as DataFusion 55's encoder must be given it to arrive as it is. The encoder
+/// writes a quote style as its position in `CsvQuoteStyle` (`Always` 0, `Necessary` 1) while the
+/// wire's numbers are `Necessary` 0 and `Always` 1, so the default `Necessary` arrived as
+/// `Always` and the executors quoted every field of a CSV target: the two are swapped before
+/// encoding (a format without options is given the defaults, which the decoder makes of it
+/// anyway).
+fn csv_quote_style_for_the_wire(node: Arc<dyn FileFormatFactory>) -> Arc<dyn FileFormatFactory> {
+    use datafusion::common::parsers::CsvQuoteStyle;
+    use datafusion::datasource::file_format::csv::CsvFormatFactory;
+
+    let Some(csv) = node.downcast_ref::<CsvFormatFactory>() else {
+        return node;
+    };
+    let mut options = csv.options.clone().unwrap_or_default();
+    options.quote_style = match options.quote_style {
+        CsvQuoteStyle::Always => CsvQuoteStyle::Necessary,
+        CsvQuoteStyle::Necessary => CsvQuoteStyle::Always,
+        other => other,
+    };
+    Arc::new(CsvFormatFactory::new_with_options(options))
+}
+
 /// Runs a (small) table on the client and appends its rows as an Arrow IPC stream.
 fn encode_table(table: Arc<dyn TableProvider>, buf: &mut Vec<u8>) -> Result<()> {
     let state = datafusion::execution::SessionStateBuilder::new().build();
@@ -217,4 +240,47 @@ fn decode_table(ipc: &[u8], schema: SchemaRef) -> Result<Arc<dyn TableProvider>>
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(Arc::new(MemTable::try_new(schema, vec![batches])?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::common::config::CsvOptions;
+    use datafusion::common::parsers::CsvQuoteStyle;
+    use datafusion::datasource::file_format::csv::CsvFormatFactory;
+
+    /// Every quote style of a CSV format (and a format without options) arrives as it left.
+    #[test]
+    fn a_csv_format_crosses_the_wire_with_its_quote_style() {
+        let codec = PbgLogicalCodec::default();
+        let ctx = TaskContext::default();
+        let styles = [
+            CsvQuoteStyle::Always,
+            CsvQuoteStyle::Necessary,
+            CsvQuoteStyle::NonNumeric,
+            CsvQuoteStyle::Never,
+        ];
+        let mut sent: Vec<(Option<CsvOptions>, CsvQuoteStyle)> = styles
+            .iter()
+            .map(|&s| {
+                let mut o = CsvOptions::default().with_delimiter(b';');
+                o.quote_style = s;
+                (Some(o), s)
+            })
+            .collect();
+        sent.push((None, CsvQuoteStyle::Necessary));
+        for (options, style) in sent {
+            let factory = Arc::new(CsvFormatFactory {
+                options: options.clone(),
+            });
+            let mut buf = Vec::new();
+            codec.try_encode_file_format(&mut buf, factory).unwrap();
+            let back = codec.try_decode_file_format(&buf, &ctx).unwrap();
+            let back = back.downcast_ref::<CsvFormatFactory>().unwrap();
+            let got = back.options.clone().unwrap();
+            assert_eq!(got.quote_style, style, "sent {options:?}");
+            let delimiter = options.map_or(b',', |o| o.delimiter);
+            assert_eq!(got.delimiter, delimiter);
+        }
+    }
 }

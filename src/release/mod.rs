@@ -103,7 +103,10 @@ pub async fn write_frame(
     };
     let (state, plan) = df.into_parts();
     let copy = copy_plan(plan, path, format).map_err(fail)?;
-    let sink = state.create_physical_plan(&copy).await.map_err(fail)?;
+    // The release goes to a temporary file of its own: the write node itself is needed here.
+    let sink = crate::io::GuardedWriteExec::unguarded(
+        state.create_physical_plan(&copy).await.map_err(fail)?,
+    );
     // The sink's input is the release; fingerprint it on its way to the writer.
     let acc = Arc::new(std::sync::Mutex::new(Fingerprint::default()));
     let child = sink

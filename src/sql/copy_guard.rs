@@ -264,6 +264,34 @@ impl CopyGuard {
         Ok(())
     }
 
+    /// Refuses, on a cluster, a `COPY` holding options its file format could not take in:
+    /// DataFusion 55's plan serialization drops them, and the executors wrote the target without
+    /// them (a `format.*` option along with one outside it, or one the format refuses, which
+    /// the scheduler never saw to refuse).
+    fn refuse_options_lost_on_a_cluster(
+        &self,
+        copy: &datafusion::logical_expr::dml::CopyTo,
+    ) -> Result<()> {
+        if copy.options.is_empty() {
+            return Ok(());
+        }
+        let distributed = (self.session)().is_some_and(|s| {
+            s.config()
+                .get_extension::<crate::input::Distributed>()
+                .is_some()
+        });
+        if !distributed {
+            return Ok(());
+        }
+        let mut names: Vec<&str> = copy.options.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        Err(DataFusionError::Plan(format!(
+            "COPY to {} on a cluster: the option(s) {} would not reach the executors (DataFusion 55's plan serialization drops a COPY's options; only `format.*` options, given alone, travel, moved into the file format): give only `format.*` options, or run this COPY without --cluster",
+            copy.output_url,
+            names.join(", ")
+        )))
+    }
+
     /// The local files table `table` of the session reads (none when the session is gone or
     /// holds no such table: the profile then reads nothing here).
     fn files_of(&self, table: &str) -> Result<Vec<PathBuf>> {
@@ -352,6 +380,7 @@ impl AnalyzerRule for CopyGuard {
         crate::io::refuse_special_target(&output)
             .map_err(|e| DataFusionError::Plan(format!("COPY: {e}")))?;
         fold_format_options(&mut copy, config)?;
+        self.refuse_options_lost_on_a_cluster(&copy)?;
         let partitioned = !copy.partition_by.is_empty();
         let sources = scanned_paths(&copy.input, false)?;
         self.refuse_write_over("COPY", &output, partitioned, sources, true)?;

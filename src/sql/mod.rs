@@ -15,6 +15,7 @@ mod beta_likeness;
 mod bitmap_cardinality;
 mod bitmap_contains;
 mod class_bitmap;
+mod cluster_pins;
 mod copy_guard;
 mod delta_disclosure;
 mod emd_equal;
@@ -141,6 +142,7 @@ pub fn functions_with(registry: Arc<Registry>, session: SessionSource) -> Functi
 /// Registers every pbg function on `ctx` and returns the registry that names profiles and
 /// hierarchies for them (add profiles to it before querying).
 pub fn register(ctx: &SessionContext) -> Arc<Registry> {
+    guard_writes(ctx);
     let registry = Arc::new(Registry::default());
     // The distance aggregates read profiles through the session they are called in, and the
     // COPY guard finds there the files of a profile's table; a weak reference, so that
@@ -149,6 +151,9 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
     let session: SessionSource = Arc::new(move || state.upgrade().map(|s| s.read().clone()));
     ctx.add_analyzer_rule(Arc::new(copy_guard::CopyGuard {
         registry: registry.clone(),
+        session: session.clone(),
+    }));
+    ctx.add_analyzer_rule(Arc::new(cluster_pins::ClusterPins {
         session: session.clone(),
     }));
     let all = functions_with(registry.clone(), session);
@@ -162,6 +167,27 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
         ctx.register_udtf(name, f);
     }
     registry
+}
+
+/// Makes `ctx`'s writes of local files (`COPY`, `INSERT INTO`) all-or-nothing
+/// ([`crate::io::GuardedWrites`]): DataFusion finishes a failed write, which left part of a
+/// release in the target, or an existing target empty. A physical optimizer rule can only be
+/// added to a session by building its state again.
+fn guard_writes(ctx: &SessionContext) {
+    let state = ctx.state();
+    let rule = crate::io::GuardedWrites;
+    use datafusion::physical_optimizer::PhysicalOptimizerRule;
+    if state
+        .physical_optimizers()
+        .iter()
+        .any(|r| r.name() == rule.name())
+    {
+        return;
+    }
+    let guarded = datafusion::execution::SessionStateBuilder::new_from_existing(state)
+        .with_physical_optimizer_rule(Arc::new(rule))
+        .build();
+    *ctx.state_ref().write() = guarded;
 }
 
 /// The functions [`register`] adds, as (name, kind, one-line description): table functions with

@@ -69,14 +69,10 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
                 profile.input.as_path().display()
             );
         }
-        let df = match input::is_distributed(&df) {
-            // A cluster's scheduler plans the scan, and knows DataFusion's providers only.
-            true => df,
-            false => {
-                let table = profile.input.as_path().display().to_string();
-                pin_scans(&ctx, NAME, &table, df)?
-            }
-        };
+        // On a cluster the pins are checked on the client when a query is sent, and the
+        // scheduler is given the tables below them (`cluster_pins`).
+        let table = profile.input.as_path().display().to_string();
+        let df = pin_scans(&ctx, NAME, &table, df)?;
         let mut ev = match &profile.input {
             // A table's name is looked up again by a new open: read the statistics through this
             // plan, whose tables the release reads (a `CREATE OR REPLACE` in between would

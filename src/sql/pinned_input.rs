@@ -108,7 +108,7 @@ impl PinnedInput {
 
     /// Fails if the table's rows are no longer those it was pinned with: a reading setting, then
     /// the files and batches, then whether the session's list-files cache agrees with them.
-    async fn check(&self, state: &dyn Session) -> Result<()> {
+    pub(super) async fn check(&self, state: &dyn Session) -> Result<()> {
         let settings = match self.settings.is_empty() {
             true => Vec::new(),
             false => read_settings(state),
@@ -139,6 +139,39 @@ impl PinnedInput {
         match cache_differs {
             Some(why) => plan_err!("{}: {why}", self.function),
             None => Ok(()),
+        }
+    }
+
+    /// The table pinned.
+    pub(super) fn inner(&self) -> &Arc<dyn TableProvider> {
+        &self.inner
+    }
+
+    /// Refuses, where the scan is not planned here (on a cluster), a pin whose input may use an
+    /// order its files declare (see [`PinnedInput::without_trusted_order`], which cannot run
+    /// there): a listing table declaring one (`WITH ORDER`), or reading Parquet, whose sorting
+    /// columns DataFusion takes as one.
+    pub(super) fn refuse_order_unplanned(&self) -> Result<()> {
+        if !self.uses_order {
+            return Ok(());
+        }
+        let mut tables = Vec::new();
+        leaves(&self.inner, &mut tables)?;
+        let ordered = tables.iter().any(|t| {
+            (t.as_ref() as &dyn Any)
+                .downcast_ref::<ListingTable>()
+                .is_some_and(|l| {
+                    !l.options().file_sort_order.is_empty()
+                        || l.options().format.get_ext() == "parquet"
+                })
+        });
+        match ordered {
+            false => Ok(()),
+            true => plan_err!(
+                "{}: its input ({}) reads a file table whose rows may declare an order (WITH ORDER, or Parquet sorting columns) under an aggregate, join, DISTINCT or window function; on a cluster the scheduler plans that scan, and pbg cannot make DataFusion stop trusting the order there: if the rows are not in it, the input's rows change with the partitions. Store the rows first (CREATE TABLE ... AS SELECT ...), or run without --cluster",
+                self.function,
+                self.table
+            ),
         }
     }
 

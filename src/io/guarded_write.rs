@@ -1,0 +1,323 @@
+//! DataFusion's writes of local files made all-or-nothing. DataFusion 55 finishes every writer of
+//! a write, those whose rows failed too (`stateless_serialize_and_write_files` shuts them all
+//! down): a `COPY` of a release that failed at its 90,001st row left the rows before it in the
+//! target — classes cut short, below the release's k — and one that failed before its first
+//! row replaced an existing target with an empty file. [`GuardedWrites`] (a physical optimizer
+//! rule of pbg's local sessions) puts a [`GuardedWriteExec`] above each such write: before it
+//! runs, the target's previous file is kept under a hard link; when it fails (or is dropped
+//! unfinished), that file is put back, or what the write left is removed, and a directory
+//! write's new files (`<write id>_<part>.<extension>`, as DataFusion names them) are removed.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::datasource::file_format::csv::CsvSink;
+use datafusion::datasource::file_format::json::JsonSink;
+use datafusion::datasource::file_format::parquet::ParquetSink;
+use datafusion::datasource::physical_plan::{FileSink, FileSinkConfig};
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use futures::TryStreamExt;
+
+/// The rule: each write of local files guarded by a [`GuardedWriteExec`].
+#[derive(Debug, Default)]
+pub struct GuardedWrites;
+
+impl PhysicalOptimizerRule for GuardedWrites {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_down(|node| {
+            if node.downcast_ref::<GuardedWriteExec>().is_some() {
+                return Ok(Transformed::new(node, false, TreeNodeRecursion::Jump));
+            }
+            match Target::of(&node) {
+                Some(target) => Ok(Transformed::new(
+                    Arc::new(GuardedWriteExec {
+                        input: node,
+                        target,
+                    }) as Arc<dyn ExecutionPlan>,
+                    true,
+                    TreeNodeRecursion::Jump,
+                )),
+                None => Ok(Transformed::no(node)),
+            }
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "pbg_guarded_writes"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// Where a write lands: one file, or files DataFusion names in a directory.
+#[derive(Debug, Clone)]
+struct Target {
+    path: PathBuf,
+    single_file: bool,
+    extension: String,
+}
+
+impl Target {
+    /// The local target of a file sink at `node`, if it is one.
+    fn of(node: &Arc<dyn ExecutionPlan>) -> Option<Target> {
+        let exec = node.downcast_ref::<DataSinkExec>()?;
+        let config = file_sink_config(exec.sink())?;
+        if config.object_store_url.as_str() != "file:///" {
+            return None;
+        }
+        let url = config.table_paths.first()?;
+        let path = url.get_url().to_file_path().ok()?;
+        Some(Target {
+            path,
+            single_file: config.table_partition_cols.is_empty()
+                && config.file_output_mode.single_file_output(url),
+            extension: config.file_extension.clone(),
+        })
+    }
+}
+
+/// The configuration of DataFusion's CSV, Parquet and JSON sinks (its Arrow sink is private).
+fn file_sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
+    if let Some(s) = sink.downcast_ref::<CsvSink>() {
+        return Some(s.config());
+    }
+    if let Some(s) = sink.downcast_ref::<ParquetSink>() {
+        return Some(s.config());
+    }
+    sink.downcast_ref::<JsonSink>().map(|s| s.config())
+}
+
+/// A write of local files that leaves its target as it was unless it succeeds.
+#[derive(Debug)]
+pub struct GuardedWriteExec {
+    input: Arc<dyn ExecutionPlan>,
+    target: Target,
+}
+
+impl GuardedWriteExec {
+    /// `plan` without the guard on top (for a writer that already writes a temporary file of its
+    /// own, and needs the write node itself).
+    pub fn unguarded(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        match plan.downcast_ref::<GuardedWriteExec>() {
+            Some(g) => g.input.clone(),
+            None => plan,
+        }
+    }
+}
+
+impl DisplayAs for GuardedWriteExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "GuardedWriteExec: {}", self.target.path.display())
+    }
+}
+
+impl ExecutionPlan for GuardedWriteExec {
+    fn name(&self) -> &str {
+        "GuardedWriteExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.input.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(
+            &Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+        ) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(GuardedWriteExec {
+            input: children.swap_remove(0),
+            target: self.target.clone(),
+        }))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let guard = Guard::before(&self.target);
+        let stream = self.input.execute(partition, context)?;
+        let schema = stream.schema();
+        // The write's stream yields its count once the write is done: the guard settles then
+        // (or when the stream is dropped unfinished).
+        let written = futures::stream::once(async move {
+            let batches: Result<Vec<_>> = stream.try_collect().await;
+            if batches.is_ok() {
+                guard.commit();
+            }
+            batches
+        })
+        .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
+        .try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, written)))
+    }
+}
+
+/// Distinguishes the kept links of writes in one process.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// What a write's target held before it, until the write succeeds.
+#[derive(Debug)]
+struct Guard {
+    target: Target,
+    /// The previous file, kept under a hard link beside it (a single-file target).
+    previous: Option<PathBuf>,
+    /// The files under a directory target before the write.
+    files_before: HashSet<PathBuf>,
+    committed: bool,
+}
+
+impl Guard {
+    fn before(target: &Target) -> Guard {
+        let mut guard = Guard {
+            target: target.clone(),
+            previous: None,
+            files_before: HashSet::new(),
+            committed: false,
+        };
+        match target.single_file {
+            true if target.path.is_file() => {
+                let name = target
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let link = target.path.with_file_name(format!(
+                    ".{name}.pbg-previous-{}-{}",
+                    std::process::id(),
+                    NEXT.fetch_add(1, Ordering::Relaxed)
+                ));
+                // Without a link (a file system that has none) a failure still removes what the
+                // write left; the previous file is then lost as DataFusion loses it.
+                if std::fs::hard_link(&target.path, &link).is_ok() {
+                    guard.previous = Some(link);
+                }
+            }
+            true => {}
+            false => files_under(&target.path, 0, &mut guard.files_before),
+        }
+        guard
+    }
+
+    fn commit(mut self) {
+        self.committed = true;
+        if let Some(link) = self.previous.take() {
+            let _ = std::fs::remove_file(link);
+        }
+    }
+
+    /// Puts the target back as it was.
+    fn restore(&mut self) {
+        if self.target.single_file {
+            match self.previous.take() {
+                Some(link) => {
+                    let _ = std::fs::rename(&link, &self.target.path);
+                }
+                None => {
+                    let _ = std::fs::remove_file(&self.target.path);
+                }
+            }
+            return;
+        }
+        let mut now = HashSet::new();
+        files_under(&self.target.path, 0, &mut now);
+        for file in now.difference(&self.files_before) {
+            if written_by_datafusion(file, &self.target.extension) {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.restore();
+        }
+    }
+}
+
+/// The deepest directories a directory target's files are looked for in (hive partitions).
+const MAX_DEPTH: usize = 16;
+
+/// The files under `dir`, to [`MAX_DEPTH`].
+fn files_under(dir: &Path, depth: usize, out: &mut HashSet<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && depth < MAX_DEPTH => files_under(&path, depth + 1, out),
+            Ok(t) if t.is_file() => {
+                out.insert(path);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether `file` is named as DataFusion names the files of a directory write:
+/// `<16 letters or digits>_<part>.<extension>`, or `<16 letters or digits>.<extension>` in a
+/// partition directory.
+fn written_by_datafusion(file: &Path, extension: &str) -> bool {
+    let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let Some(stem) = name.strip_suffix(&format!(".{extension}")) else {
+        return false;
+    };
+    // `<id>_<part>` in a directory, `<id>` in a partition directory.
+    let (id, part) = stem.split_once('_').unwrap_or((stem, "0"));
+    id.len() == 16
+        && id.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !part.is_empty()
+        && part.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datafusion_names_are_recognized() {
+        let ok = |n: &str| written_by_datafusion(Path::new(n), "csv");
+        assert!(ok("/d/AbCdEfGh12345678_0.csv"));
+        assert!(ok("/d/x=1/AbCdEfGh12345678_12.csv"));
+        assert!(ok("/d/x=1/AbCdEfGh12345678.csv"));
+        assert!(!ok("/d/people.csv"));
+        assert!(!ok("/d/AbCdEfGh12345678_0.parquet"));
+        assert!(!ok("/d/AbCdEfGh1234567_0.csv"));
+        assert!(!ok("/d/AbCdEfGh12345678_.csv"));
+        assert!(!ok("/d/AbCdEfGh12345678_x.csv"));
+    }
+}
