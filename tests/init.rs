@@ -151,6 +151,27 @@ fn hierarchy_build_kinds() {
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(text.lines().any(|l| l.starts_with(line)), "{text}");
     }
+    // Not into the input's directory: the next read of it took the file for a part.
+    let lake = dir.path().join("lake");
+    std::fs::create_dir(&lake).unwrap();
+    std::fs::copy("datasets/t1/t1.csv", lake.join("t1.csv")).unwrap();
+    let inside = lake.join("zip.csv");
+    let o = pbg(&[
+        "hierarchy",
+        "build",
+        "--input",
+        lake.to_str().unwrap(),
+        "--column",
+        "zip",
+        "--output",
+        inside.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("never writes over its input"),
+        "{err}"
+    );
+    assert!(!inside.exists());
 }
 
 /// What an adversarial run found: float columns, a column left out (dropped, not released raw),

@@ -416,11 +416,21 @@ fn an_output_that_is_the_input_is_refused_before_reading() {
     let dot = format!("{}/./d.csv", dir.path().display());
     let link = dir.path().join("link.csv");
     std::os::unix::fs::symlink(&data, &link).unwrap();
-    for out in [data.as_str(), dot.as_str(), link.to_str().unwrap()] {
+    // A hard link is another name of the same rows (the release renamed over it replaced them
+    // there).
+    let hard = dir.path().join("hard.csv");
+    fs::hard_link(&data, &hard).unwrap();
+    for out in [
+        data.as_str(),
+        dot.as_str(),
+        link.to_str().unwrap(),
+        hard.to_str().unwrap(),
+    ] {
         let err = fails(&["anonymize", &p, "--node", "1", "--output", out]);
         assert!(err.contains("never writes over its input"), "{err}");
     }
     assert_eq!(fs::read(&data).unwrap(), before);
+    assert_eq!(fs::read(&hard).unwrap(), before);
     // Parquet input, output the same file; a directory input, output inside it; a glob.
     let lake = dir.path().join("lake");
     fs::create_dir(&lake).unwrap();
@@ -1582,24 +1592,117 @@ fn outputs_reached_through_links_globs_or_the_profile_are_refused() {
 
 #[test]
 fn masks_over_floating_point_text_are_refused() {
-    use arrow::array::{ArrayRef, Float64Array, StringArray};
+    use arrow::array::{ArrayRef, Float64Array, StringArray, TimestampMillisecondArray};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f.parquet");
-    let zip: ArrayRef = Arc::new(Float64Array::from(vec![13052.0, 13268.0]));
-    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold"]));
-    parquet(&input, vec![("zip", zip), ("disease", disease)]);
+    // Times too: their text drops trailing zeros of the fraction (`…:20.5`, `…:20`), so one
+    // mask kept a tenth of a second of one value and hid the second of another.
+    let zips: [ArrayRef; 2] = [
+        Arc::new(Float64Array::from(vec![13052.0, 13268.0])),
+        Arc::new(TimestampMillisecondArray::from(vec![
+            1_700_000_000_000,
+            1_700_000_000_500,
+        ])),
+    ];
+    for zip in zips {
+        let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold"]));
+        parquet(&input, vec![("zip", zip), ("disease", disease)]);
+        let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+        let out = dir.path().join("r.csv");
+        let err = fails(&[
+            "anonymize",
+            &p,
+            "--node",
+            "1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert!(err.contains("`zip`") && err.contains("mask"), "{err}");
+    }
+}
+
+/// A kept text column holding both nulls and empty texts: a CSV release writes both as an
+/// empty field and reads both back alike, so it is refused (the column named); Parquet keeps
+/// them apart.
+#[test]
+fn nulls_and_empty_texts_of_one_column_are_not_released_as_csv() {
+    use arrow::array::{ArrayRef, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("e.parquet");
+    let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13068", "13053", "13068"]));
+    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "cold", "flu"]));
+    let note: ArrayRef = Arc::new(StringArray::from(vec![Some(""), None, Some("x"), None]));
+    parquet(
+        &input,
+        vec![("zip", zip), ("disease", disease), ("note", note)],
+    );
     let p = profile(dir.path(), input.to_str().unwrap(), false, "");
-    let out = dir.path().join("r.csv");
+    let csv = dir.path().join("r.csv");
     let err = fails(&[
         "anonymize",
         &p,
         "--node",
         "1",
         "--output",
-        out.to_str().unwrap(),
+        csv.to_str().unwrap(),
     ]);
-    assert!(err.contains("`zip`") && err.contains("mask"), "{err}");
+    assert!(
+        err.contains("`note`") && err.contains("empty texts"),
+        "{err}"
+    );
+    assert!(!csv.exists());
+    let parquet_out = dir.path().join("r.parquet");
+    pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        parquet_out.to_str().unwrap(),
+    ]);
+}
+
+/// A kept timestamp whose zone's offset has seconds (Africa/Monrovia's -00:44:30 in 1971):
+/// DataFusion's CSV writer rounds the offset to minutes, naming an instant 30 s later, so the
+/// CSV release is refused by the verifier and nothing is written; a Parquet release keeps it.
+#[test]
+fn a_timestamp_the_csv_writer_would_shift_is_not_released_as_csv() {
+    use arrow::array::{ArrayRef, StringArray, TimestampMillisecondArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.parquet");
+    let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13068", "13053", "13068"]));
+    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "cold", "flu"]));
+    let seen: ArrayRef = Arc::new(
+        TimestampMillisecondArray::from(vec![44_625_600_000; 4]).with_timezone("Africa/Monrovia"),
+    );
+    parquet(
+        &input,
+        vec![("zip", zip), ("disease", disease), ("seen", seen)],
+    );
+    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+    let csv = dir.path().join("r.csv");
+    let err = fails(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(err.contains("seen"), "{err}");
+    assert!(!csv.exists());
+    let parquet_out = dir.path().join("r.parquet");
+    pbg_json(&[
+        "anonymize",
+        &p,
+        "--node",
+        "1",
+        "--output",
+        parquet_out.to_str().unwrap(),
+    ]);
 }
 
 #[test]
@@ -1629,6 +1732,22 @@ fn parquet_files_of_one_input_must_have_the_same_columns() {
     let err = fails(&["evaluate", &p, "--node", "0"]);
     assert!(
         err.contains("b.parquet") && err.contains("same columns"),
+        "{err}"
+    );
+    // The same names, a column of two types: the file is named (DataFusion's merge error
+    // named none).
+    use arrow::array::Int64Array;
+    parquet(
+        &lake.join("b.parquet"),
+        vec![
+            ("zip", col(&["13053", "13068"])),
+            ("disease", col(&["flu", "cold"])),
+            ("note", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
+        ],
+    );
+    let err = fails(&["evaluate", &p, "--node", "0"]);
+    assert!(
+        err.contains("b.parquet") && err.contains("one type") && err.contains("note"),
         "{err}"
     );
 }

@@ -107,9 +107,9 @@ pub fn run_hierarchy(c: HierarchyCommand) -> anyhow::Result<()> {
     let delimiter = parse_delimiter(&a.delimiter)?;
     let kind = DraftKind::parse(&a.kind)?;
     let input = Input::Path(a.input.clone());
-    if a.output.exists() && a.output.canonicalize().ok() == a.input.canonicalize().ok() {
-        anyhow::bail!("--output {} is the input", a.output.display());
-    }
+    // Not the input, nor inside its directory or under its glob (the next read took the
+    // hierarchy file for a part of the table).
+    pbg::io::refuse_overwrite(&a.output, &input)?;
     let ctx = pbg::input::new_context();
     let values = block_on(column_values(&ctx, &input, delimiter, &a.column))??;
     if values.is_empty() {

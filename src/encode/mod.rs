@@ -456,11 +456,34 @@ impl Dataset {
                         | DataType::Decimal128(..)
                         | DataType::Decimal256(..)
                 );
-            if float && matches!(q.hierarchy, crate::hierarchy::HierarchySpec::Mask { .. }) {
+            let mask = matches!(q.hierarchy, crate::hierarchy::HierarchySpec::Mask { .. });
+            if float && mask {
                 return Err(PbgError::Format {
                     path: source.as_path(),
                     message: format!(
                         "column `{}` is of type {t}: a mask hides the trailing characters of its text (`13052.0` -> `13052.*` would keep the value); use an interval hierarchy, or store the column as integers or text",
+                        q.name
+                    ),
+                });
+            }
+            // Times print their fraction without its trailing zeros: a mask of the same length
+            // hid whole seconds of one value and kept another to the millisecond.
+            let timed = |t: &DataType| {
+                matches!(
+                    t,
+                    DataType::Timestamp(..)
+                        | DataType::Time32(_)
+                        | DataType::Time64(_)
+                        | DataType::Duration(_)
+                        | DataType::Interval(_)
+                )
+            };
+            let timed = timed(t) || matches!(t, DataType::Dictionary(_, v) if timed(v));
+            if timed && mask {
+                return Err(PbgError::Format {
+                    path: source.as_path(),
+                    message: format!(
+                        "column `{}` is of type {t}: a mask hides the trailing characters of its text, whose length varies with the value (`22:13:20` and `22:13:20.5`: a mask of level 2 kept the second of one and the tenth of a second of the other); use a date hierarchy (a timestamp) or an interval hierarchy, or store the column as text of one format",
                         q.name
                     ),
                 });

@@ -737,7 +737,24 @@ pub(super) async fn check_files(
         note_read(f);
     }
     let mut first: Option<(PathBuf, Vec<String>)> = None;
+    // The Parquet files' schemas merged so far (DataFusion's merge error named no file).
+    let mut merged: Option<arrow::datatypes::Schema> = None;
     for f in &files {
+        if kind == FileKind::Parquet {
+            // Without the file's own metadata (pandas writes its own per file), as DataFusion
+            // merges them.
+            let schema = arrow::datatypes::Schema::new(parquet_schema(f)?.fields().clone());
+            merged = Some(match merged.take() {
+                None => schema,
+                Some(m) => arrow::datatypes::Schema::try_merge([m, schema])
+                    .map_err(|e| PbgError::Format {
+                        path: f.clone(),
+                        message: format!(
+                            "its column types do not merge with those of the files before it ({e}): Parquet files of one input must give each column one type"
+                        ),
+                    })?,
+            });
+        }
         let names: Vec<String> = match kind {
             // One empty file among others is no empty table: it is named as what it is.
             FileKind::Csv => csv_header(f, delimiter).map_err(|e| match e {

@@ -119,6 +119,7 @@ fn utf8_of(column: &ArrayRef) -> Result<ArrayRef> {
         DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
             cast(column, &DataType::Binary)?
         }
+        DataType::Timestamp(_, Some(_)) => return exact_offsets(column),
         _ => return Ok(cast(column, &DataType::Utf8)?),
     };
     let bytes = binary.as_binary::<i32>();
@@ -134,6 +135,36 @@ fn utf8_of(column: &ArrayRef) -> Result<ArrayRef> {
                 out.append_value(&hex);
             }
             None => out.append_null(),
+        }
+    }
+    Ok(std::sync::Arc::new(out.finish()))
+}
+
+/// Timestamps with a time zone as arrow writes them (RFC 3339, the zone's offset in hours and
+/// minutes), except where the offset has seconds (local mean time, as zones give it before about
+/// 1900: Africa/Monrovia's -00:44:30): there arrow rounds the offset to minutes, and the text
+/// named another instant (30 s off), so such a value is written with the offset's seconds.
+fn exact_offsets(column: &ArrayRef) -> Result<ArrayRef> {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let usual = cast(column, &DataType::Utf8)?;
+    let usual = usual.as_string::<i32>();
+    let options = FormatOptions::default()
+        .with_timestamp_tz_format(Some("%Y-%m-%dT%H:%M:%S%.f%::z"))
+        .with_null("");
+    let exact = ArrayFormatter::try_new(column.as_ref(), &options)?;
+    let mut out = arrow::array::StringBuilder::with_capacity(usual.len(), usual.value_data().len());
+    let mut text = String::new();
+    for row in 0..usual.len() {
+        if usual.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        text.clear();
+        let _ = write!(text, "{}", exact.value(row));
+        // `+HH:MM:SS` ends the exact text: seconds other than 00 are kept.
+        match text.ends_with(":00") {
+            true => out.append_value(usual.value(row)),
+            false => out.append_value(&text),
         }
     }
     Ok(std::sync::Arc::new(out.finish()))
@@ -272,7 +303,7 @@ fn primitive<T: ArrowPrimitiveType>(column: &PrimitiveArray<T>) -> Result<Option
     )?;
     let distinct =
         PrimitiveArray::<T>::new(distinct.into(), None).with_data_type(column.data_type().clone());
-    let text = cast(&distinct, &DataType::Utf8)?;
+    let text = utf8_of(&(std::sync::Arc::new(distinct) as ArrayRef))?;
     Ok(Some(TextColumn {
         keys: UInt32Array::new(keys.into(), column.logical_nulls()),
         values: text.as_string::<i32>().clone(),
@@ -326,6 +357,26 @@ where
 
 #[cfg(test)]
 mod tests {
+    /// A zone offset with seconds is written whole (arrow rounded -00:44:30 to -00:45, naming
+    /// an instant 30 s later); other offsets keep arrow's text, `Z` for UTC included.
+    #[test]
+    fn a_zone_offset_with_seconds_keeps_them() {
+        use arrow::array::TimestampMillisecondArray;
+        let texts = |zone: &str| {
+            let column: super::ArrayRef = std::sync::Arc::new(
+                TimestampMillisecondArray::from(vec![Some(44_625_600_000), None])
+                    .with_timezone(zone),
+            );
+            let text = super::text_column(&column).unwrap();
+            let key = text.keys.value(0) as usize;
+            assert!(text.keys.is_null(1));
+            text.values.value(key).to_string()
+        };
+        assert_eq!(texts("Africa/Monrovia"), "1971-06-01T11:15:30-00:44:30");
+        assert_eq!(texts("+02:00"), "1971-06-01T14:00:00+02:00");
+        assert_eq!(texts("UTC"), "1971-06-01T12:00:00Z");
+    }
+
     use std::sync::Arc;
 
     use arrow::array::{LargeStringArray, StringViewArray};

@@ -366,6 +366,9 @@ fn lands_in(out: &Path, output: &Path, source: &Path) -> Option<&'static str> {
     if out == src {
         return Some("is the input");
     }
+    if same_file(out, &src) {
+        return Some("is another name (a hard link) of the input");
+    }
     if src.is_dir() {
         if out.starts_with(&src) {
             return Some("is inside the input directory");
@@ -381,6 +384,24 @@ fn lands_in(out: &Path, output: &Path, source: &Path) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// Whether `a` and `b` both exist and are one file (a hard link has its own path: the release
+/// renamed over it replaced, under that name, the very rows it was made from).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.is_file() && x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
 }
 
 /// Refuses a directory `output` that a partitioned write (`COPY … PARTITIONED BY`) fills with

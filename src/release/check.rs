@@ -589,6 +589,22 @@ async fn same_rows(
         }
     };
     let same_texts = written.same_texts(&expected);
+    // A CSV release writes a null and an empty text alike: a column holding both came back
+    // as one of them (the texts compare equal, nulls taken as empty texts).
+    let merged = expected.nulls_and_empties();
+    if same_texts && !typed && !merged.is_empty() {
+        return Err(PbgError::Verification {
+            path: release.as_path(),
+            message: format!(
+                "column(s) {} hold both nulls and empty texts, which a CSV release writes alike (an empty field) and reads back alike: write .parquet, or make them one value first",
+                merged
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
     if same_texts && (!typed || written.same_nulls(&expected)) {
         return Ok(());
     }

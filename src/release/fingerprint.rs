@@ -31,6 +31,10 @@ pub struct Fingerprint {
     /// file cannot tell them apart); a typed release (Parquet) must keep the nulls too.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub nulls: BTreeMap<String, u64>,
+    /// Per column holding any: its empty texts (not nulls). A column holding both nulls and
+    /// empty texts cannot go to CSV, which writes both as an empty field.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub empties: BTreeMap<String, u64>,
     /// What `sum` would add if nulls were hashed apart from empty texts: Σ over rows holding a
     /// null of the change of their row hash (0 without nulls). Compared for typed releases.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -133,6 +137,15 @@ impl Fingerprint {
                 .collect();
             let mut col_sum = 0u64;
             let mut nulls = 0u64;
+            // The key of the empty text, if the batch holds it (at most one: keys are distinct).
+            let empty_key = (0..text.values.len())
+                .find(|&i| !text.values.is_null(i) && text.values.value(i).is_empty());
+            if let Some(e) = empty_key {
+                let n = text.keys.iter().filter(|k| *k == Some(e as u32)).count() as u64;
+                if n > 0 {
+                    *self.empties.entry(name.to_string()).or_default() += n;
+                }
+            }
             if text.keys.null_count() == 0 && text.values.null_count() == 0 {
                 for (r, &k) in rows.iter_mut().zip(text.keys.values().iter()) {
                     let h = hashes[k as usize];
@@ -184,6 +197,9 @@ impl Fingerprint {
         for (name, n) in &other.nulls {
             *self.nulls.entry(name.clone()).or_default() += n;
         }
+        for (name, n) in &other.empties {
+            *self.empties.entry(name.clone()).or_default() += n;
+        }
         self.null_shift = self.null_shift.wrapping_add(other.null_shift);
     }
 
@@ -196,6 +212,15 @@ impl Fingerprint {
     /// same rows by their text).
     pub fn same_nulls(&self, other: &Fingerprint) -> bool {
         self.nulls == other.nulls && self.null_shift == other.null_shift
+    }
+
+    /// The columns holding both nulls and empty texts (which CSV cannot tell apart).
+    pub fn nulls_and_empties(&self) -> Vec<&str> {
+        self.nulls
+            .keys()
+            .filter(|c| self.empties.contains_key(*c))
+            .map(String::as_str)
+            .collect()
     }
 
     /// The columns whose values differ between two fingerprints.
