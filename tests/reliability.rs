@@ -1622,87 +1622,64 @@ fn masks_over_floating_point_text_are_refused() {
     }
 }
 
-/// A kept text column holding both nulls and empty texts: a CSV release writes both as an
-/// empty field and reads both back alike, so it is refused (the column named); Parquet keeps
-/// them apart.
+/// Kept values a CSV release cannot hold as they are, refused by the verifier (the column named,
+/// nothing written) while a Parquet release keeps them: a text column holding both nulls and
+/// empty texts (CSV writes both as an empty field and reads both back alike), and a timestamp
+/// whose zone's offset has seconds (Africa/Monrovia's -00:44:30 in 1971: DataFusion's CSV
+/// writer rounds it to minutes, naming an instant 30 s later).
 #[test]
-fn nulls_and_empty_texts_of_one_column_are_not_released_as_csv() {
-    use arrow::array::{ArrayRef, StringArray};
-    use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("e.parquet");
-    let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13068", "13053", "13068"]));
-    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "cold", "flu"]));
-    let note: ArrayRef = Arc::new(StringArray::from(vec![Some(""), None, Some("x"), None]));
-    parquet(
-        &input,
-        vec![("zip", zip), ("disease", disease), ("note", note)],
-    );
-    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
-    let csv = dir.path().join("r.csv");
-    let err = fails(&[
-        "anonymize",
-        &p,
-        "--node",
-        "1",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert!(
-        err.contains("`note`") && err.contains("empty texts"),
-        "{err}"
-    );
-    assert!(!csv.exists());
-    let parquet_out = dir.path().join("r.parquet");
-    pbg_json(&[
-        "anonymize",
-        &p,
-        "--node",
-        "1",
-        "--output",
-        parquet_out.to_str().unwrap(),
-    ]);
-}
-
-/// A kept timestamp whose zone's offset has seconds (Africa/Monrovia's -00:44:30 in 1971):
-/// DataFusion's CSV writer rounds the offset to minutes, naming an instant 30 s later, so the
-/// CSV release is refused by the verifier and nothing is written; a Parquet release keeps it.
-#[test]
-fn a_timestamp_the_csv_writer_would_shift_is_not_released_as_csv() {
+fn kept_values_csv_cannot_hold_are_not_released_as_csv() {
     use arrow::array::{ArrayRef, StringArray, TimestampMillisecondArray};
     use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("t.parquet");
-    let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13068", "13053", "13068"]));
-    let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "cold", "flu"]));
-    let seen: ArrayRef = Arc::new(
-        TimestampMillisecondArray::from(vec![44_625_600_000; 4]).with_timezone("Africa/Monrovia"),
-    );
-    parquet(
-        &input,
-        vec![("zip", zip), ("disease", disease), ("seen", seen)],
-    );
-    let p = profile(dir.path(), input.to_str().unwrap(), false, "");
-    let csv = dir.path().join("r.csv");
-    let err = fails(&[
-        "anonymize",
-        &p,
-        "--node",
-        "1",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert!(err.contains("seen"), "{err}");
-    assert!(!csv.exists());
-    let parquet_out = dir.path().join("r.parquet");
-    pbg_json(&[
-        "anonymize",
-        &p,
-        "--node",
-        "1",
-        "--output",
-        parquet_out.to_str().unwrap(),
-    ]);
+    let cases: [(&str, ArrayRef, &str); 2] = [
+        (
+            "note",
+            Arc::new(StringArray::from(vec![Some(""), None, Some("x"), None])),
+            "empty texts",
+        ),
+        (
+            "seen",
+            Arc::new(
+                TimestampMillisecondArray::from(vec![44_625_600_000; 4])
+                    .with_timezone("Africa/Monrovia"),
+            ),
+            "differ",
+        ),
+    ];
+    for (name, column, message) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("t.parquet");
+        let zip: ArrayRef = Arc::new(StringArray::from(vec!["13053", "13068", "13053", "13068"]));
+        let disease: ArrayRef = Arc::new(StringArray::from(vec!["flu", "cold", "cold", "flu"]));
+        parquet(
+            &input,
+            vec![("zip", zip), ("disease", disease), (name, column)],
+        );
+        let p = profile(dir.path(), input.to_str().unwrap(), false, "");
+        let release = |file: &str| {
+            let out = dir.path().join(file);
+            let args = [
+                "anonymize",
+                &p,
+                "--node",
+                "1",
+                "--output",
+                out.to_str().unwrap(),
+            ];
+            (out.clone(), args.map(String::from))
+        };
+        let (csv, args) = release("r.csv");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = fails(&args);
+        assert!(
+            err.contains(&format!("`{name}`")) && err.contains(message),
+            "{err}"
+        );
+        assert!(!csv.exists());
+        let (_, args) = release("r.parquet");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        pbg_json(&args);
+    }
 }
 
 #[test]
