@@ -20,7 +20,7 @@ use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig};
-use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 use futures::StreamExt;
@@ -370,15 +370,35 @@ pub fn ordered_context(ctx: &SessionContext) -> SessionContext {
 /// CSV through pbg's scan, which a cluster's plans cannot carry). The catalogs are shared,
 /// so the new session must not create the default catalog again: that replaced the one holding
 /// the session's tables (in the caller's session too), and a registered table vanished.
-fn derived_context(ctx: &SessionContext, mut config: SessionConfig) -> SessionContext {
+fn derived_context(ctx: &SessionContext, config: SessionConfig) -> SessionContext {
+    SessionContext::new_with_state(derived_state(ctx.state(), config))
+}
+
+/// [`derived_context`]'s session state.
+fn derived_state(state: SessionState, mut config: SessionConfig) -> SessionState {
     let catalog = &mut config.options_mut().catalog;
-    if ctx.catalog(&catalog.default_catalog).is_some() {
+    if state
+        .catalog_list()
+        .catalog(&catalog.default_catalog)
+        .is_some()
+    {
         catalog.create_default_catalog_and_schema = false;
     }
-    let state = SessionStateBuilder::new_from_existing(ctx.state())
+    SessionStateBuilder::new_from_existing(state)
         .with_config(config)
-        .build();
-    SessionContext::new_with_state(state)
+        .build()
+}
+
+/// `state` planning with its partitions in input order: taken in order, the partitions of a plan
+/// over a scan are then the input in order. DataFusion's optimizer otherwise deals the scan's
+/// batches round-robin over the partitions of a plan that computes (a Parquet file too small to
+/// split, read in one range, had its release come out of order, differently on each core count).
+pub fn in_order_state(state: SessionState) -> SessionState {
+    let mut config = state.config().clone();
+    let options = config.options_mut();
+    options.optimizer.enable_round_robin_repartition = false;
+    options.execution.enable_file_stream_work_stealing = false;
+    derived_state(state, config)
 }
 
 /// The session of `ctx` scanning in up to `partitions` file ranges (split by bytes, files in
@@ -390,10 +410,9 @@ pub fn ranged_context(ctx: &SessionContext, partitions: usize) -> SessionContext
         .clone()
         .with_target_partitions(partitions.max(1))
         .with_repartition_file_scans(true);
-    config
-        .options_mut()
-        .execution
-        .enable_file_stream_work_stealing = false;
+    let options = config.options_mut();
+    options.execution.enable_file_stream_work_stealing = false;
+    options.optimizer.enable_round_robin_repartition = false;
     derived_context(ctx, config)
 }
 
@@ -455,7 +474,7 @@ pub fn is_distributed(df: &DataFrame) -> bool {
 }
 
 /// Whether plans of `state` run on a cluster.
-fn distributed(state: &datafusion::execution::SessionState) -> bool {
+fn distributed(state: &SessionState) -> bool {
     state.config().get_extension::<Distributed>().is_some()
 }
 

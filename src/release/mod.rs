@@ -102,6 +102,7 @@ pub async fn write_frame(
         message: format!("while writing: {e}"),
     };
     let (state, plan) = df.into_parts();
+    let state = input::in_order_state(state);
     let copy = copy_plan(plan, path, format).map_err(fail)?;
     // The release goes to a temporary file of its own: the write node itself is needed here.
     let sink = crate::io::GuardedWriteExec::unguarded(
@@ -118,14 +119,20 @@ pub async fn write_frame(
             message: "the write plan has no input".into(),
         })?;
     // DataFusion merges the partitions a single file is written from as they arrive: concatenate
-    // them in partition order instead, so that the release is the same file on every run.
+    // them in partition order instead, so that the release is the same file on every run; and,
+    // for Parquet (whose pages depend on the batches its writer is given), in batches of one
+    // size, so that it is the same file on any number of cores.
+    let ahead = state.config().target_partitions();
+    let even = format == OutputFormat::Parquet;
     let child: Arc<dyn datafusion::physical_plan::ExecutionPlan> =
         if child.name() == "CoalescePartitionsExec" && child.children().len() == 1 {
-            let ahead = state.config().target_partitions();
             Arc::new(ordered::OrderedConcatExec::new(
                 child.children()[0].clone(),
                 ahead,
+                even,
             ))
+        } else if even && child.properties().partitioning.partition_count() == 1 {
+            Arc::new(ordered::OrderedConcatExec::new(child, ahead, even))
         } else {
             child
         };

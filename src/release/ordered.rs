@@ -2,12 +2,16 @@
 //! merges the partitions a single-file writer is given as they arrive, so a release of a
 //! multi-partition input came out in a different row order from run to run; taken in order, the
 //! partitions are the input in order (see `input::new_context`) and the release is the same file
-//! every time. Memory stays bounded: each partition read ahead holds at most [`BUFFER`] batches.
+//! every time. On request the rows come out in batches of the session's batch size whatever the
+//! partitions' boundaries, so that a writer whose pages depend on the batches it is given (Parquet)
+//! writes the same bytes on any number of cores. Memory stays bounded: each partition read ahead holds at most
+//! [`BUFFER`] batches.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use arrow::compute::BatchCoalescer;
 use datafusion::common::Result;
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -30,12 +34,14 @@ const BUFFER: usize = 2;
 pub struct OrderedConcatExec {
     input: Arc<dyn ExecutionPlan>,
     ahead: usize,
+    even: bool,
     properties: Arc<PlanProperties>,
 }
 
 impl OrderedConcatExec {
-    /// Concatenates the partitions of `input`, reading up to `ahead` of them at once.
-    pub fn new(input: Arc<dyn ExecutionPlan>, ahead: usize) -> Self {
+    /// Concatenates the partitions of `input`, reading up to `ahead` of them at once; `even`: in
+    /// batches of the session's batch size (the last may be shorter), else as they come.
+    pub fn new(input: Arc<dyn ExecutionPlan>, ahead: usize, even: bool) -> Self {
         let properties = PlanProperties::new(
             EquivalenceProperties::new(input.schema()),
             Partitioning::UnknownPartitioning(1),
@@ -45,6 +51,7 @@ impl OrderedConcatExec {
         OrderedConcatExec {
             input,
             ahead: ahead.max(1),
+            even,
             properties: Arc::new(properties),
         }
     }
@@ -52,12 +59,85 @@ impl OrderedConcatExec {
 
 impl DisplayAs for OrderedConcatExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "OrderedConcatExec: ahead={}", self.ahead)
+        write!(
+            f,
+            "OrderedConcatExec: ahead={}, even={}",
+            self.ahead, self.even
+        )
     }
 }
 
 /// A partition read on its own task into a bounded channel.
 type Pending = (mpsc::Receiver<Result<RecordBatch>>, SpawnedTask<()>);
+
+/// The state of the concatenation: the partitions read ahead, the next one to start, and (when
+/// even) the rows cut into batches of the session's batch size.
+struct Concat {
+    pending: VecDeque<Pending>,
+    next: usize,
+    input: Arc<dyn ExecutionPlan>,
+    context: Arc<TaskContext>,
+    coalescer: Option<BatchCoalescer>,
+    finished: bool,
+}
+
+impl Concat {
+    /// The next batch, or `None` at the end.
+    async fn next(&mut self, n: usize) -> Option<Result<RecordBatch>> {
+        loop {
+            if let Some(batch) = self
+                .coalescer
+                .as_mut()
+                .and_then(|c| c.next_completed_batch())
+            {
+                return Some(Ok(batch));
+            }
+            if self.finished {
+                return None;
+            }
+            let received = match self.pending.front_mut() {
+                Some((rx, _)) => rx.recv().await,
+                None => {
+                    self.finished = true;
+                    if let Some(Err(e)) = self.coalescer.as_mut().map(|c| c.finish_buffered_batch())
+                    {
+                        return Some(Err(e.into()));
+                    }
+                    continue;
+                }
+            };
+            let failed = match received {
+                Some(Ok(batch)) => match self.coalescer.as_mut() {
+                    Some(c) => c.push_batch(batch).err().map(Into::into),
+                    None => return Some(Ok(batch)),
+                },
+                Some(Err(e)) => Some(e),
+                None => {
+                    // This partition is done: drop it, start the next one.
+                    self.pending.pop_front();
+                    if self.next < n {
+                        let started = start(&self.input, self.next, &self.context);
+                        self.next += 1;
+                        match started {
+                            Ok(p) => {
+                                self.pending.push_back(p);
+                                None
+                            }
+                            Err(e) => Some(e),
+                        }
+                    } else {
+                        None
+                    }
+                }
+            };
+            if let Some(e) = failed {
+                self.finished = true;
+                self.pending.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+}
 
 fn start(
     input: &Arc<dyn ExecutionPlan>,
@@ -104,6 +184,7 @@ impl ExecutionPlan for OrderedConcatExec {
         Ok(Arc::new(OrderedConcatExec::new(
             children.swap_remove(0),
             self.ahead,
+            self.even,
         )))
     }
 
@@ -122,29 +203,23 @@ impl ExecutionPlan for OrderedConcatExec {
         for p in 0..self.ahead.min(n) {
             pending.push_back(start(&self.input, p, &context)?);
         }
-        let state = (pending, self.ahead.min(n), self.input.clone(), context);
+        let coalescer = self.even.then(|| {
+            BatchCoalescer::new(
+                self.input.schema(),
+                context.session_config().batch_size().max(1),
+            )
+        });
+        let state = Concat {
+            pending,
+            next: self.ahead.min(n),
+            input: self.input.clone(),
+            context,
+            coalescer,
+            finished: false,
+        };
         let stream = futures::stream::unfold(state, move |mut s| async move {
-            loop {
-                let (rx, _) = s.0.front_mut()?;
-                match rx.recv().await {
-                    Some(batch) => return Some((batch, s)),
-                    None => {
-                        // This partition is done: drop it, start the next one.
-                        s.0.pop_front();
-                        if s.1 < n {
-                            match start(&s.2, s.1, &s.3) {
-                                Ok(p) => s.0.push_back(p),
-                                Err(e) => {
-                                    s.1 = n;
-                                    s.0.clear();
-                                    return Some((Err(e), s));
-                                }
-                            }
-                            s.1 += 1;
-                        }
-                    }
-                }
-            }
+            let item = s.next(n).await?;
+            Some((item, s))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.input.schema(),
