@@ -92,11 +92,26 @@ proptest! {
         // Stopped early (both ways), the pick still meets the requirements, its lower bound
         // holds, and a descent that reached its end left no better meeting predecessor.
         let budget = Budget { visited: MAX_VISITED, evaluations: stop };
-        for stopped in [
-            pick_min_glm_within(&ev, &require, budget).unwrap(),
-            pick_min_glm_implying(&ev, &require, budget).unwrap(),
+        let strict = ev.with_suppression_limit(0);
+        for (stopped, without) in [
+            (
+                pick_min_glm_within(&ev, &require, budget).unwrap(),
+                pick_min_glm_within(&strict, &require, budget).unwrap(),
+            ),
+            (
+                pick_min_glm_implying(&ev, &require, budget).unwrap(),
+                pick_min_glm_implying(&strict, &require, budget).unwrap(),
+            ),
         ] {
             let (Some(g), Some((glm, _))) = (stopped, &want) else { continue };
+            // A looser limit never picks worse than no suppression within the same budget (its
+            // search could spend the budget on nodes that meet only by suppressing).
+            if let Some(w) = without.filter(|_| eta > 0) {
+                let wx = ev.evaluate(&w.node).unwrap();
+                if require.iter().all(|r| r.holds(r.measure.of(&wx))) {
+                    prop_assert!(g.glm <= wx.glm, "{} eta {}: {} > {} of {:?}", text, eta, g.glm, wx.glm, w.node);
+                }
+            }
             let ix = ev.evaluate(&g.node).unwrap();
             prop_assert!(require.iter().all(|r| r.holds(r.measure.of(&ix))));
             prop_assert_eq!(ix.glm, g.glm);

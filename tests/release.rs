@@ -391,7 +391,11 @@ fn parquet_input_release_is_in_input_order() {
             .skip(1)
             .map(|l| l.split(',').next().unwrap().parse().unwrap())
             .collect();
-        assert_eq!(csv_ids, ids(&release), "{partitions} partitions (split {split})");
+        assert_eq!(
+            csv_ids,
+            ids(&release),
+            "{partitions} partitions (split {split})"
+        );
         files.push((std::fs::read(&release).unwrap(), text));
     }
     assert!(

@@ -27,7 +27,9 @@
 //! On wide tables the nodes whose bound is below the optimum can need thousands of probes, so a
 //! [`Budget`] of evaluations (by default scaled to the table's rows) stops the search; the
 //! incumbent is then improved by a greedy descent and returned unproven, with the least bound of
-//! the nodes left to visit: a lower bound of the optimum, so the gap is known.
+//! the nodes left to visit: a lower bound of the optimum, so the gap is known. Under a suppression
+//! limit, the pick without suppression (within the same budget again) is a candidate for that
+//! incumbent: the search may spend its budget on nodes that meet only by suppressing.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -585,7 +587,7 @@ fn search(
         return Ok(None);
     }
     s.tags.meets(top);
-    let suppresses = ev.dataset().eta > 0;
+    let suppresses = ev.suppression_limit() > 0;
     // Best-first by the bound; the bound's bits order like the (non-negative) bound.
     let key = |n: &Node| (ev.glm_bound(n).max(0.0).to_bits(), n.clone());
     let mut heap: BinaryHeap<Reverse<(u64, Node)>> = BinaryHeap::new();
@@ -650,11 +652,25 @@ fn search(
         }
     }
     let optimal = stopped_by.is_none();
+    // Under a suppression limit the nodes that meet only by suppressing can use up the budget
+    // before the search reaches those that meet without it: the pick without suppression (a
+    // search whose meeting nodes end their branch) is a candidate too, judged under the limit.
+    let mut fallback_evaluations = 0;
+    if !optimal && suppresses {
+        let strict = ev.with_suppression_limit(0);
+        let rule = strict.suppression_rule();
+        if require.iter().all(|r| r.is_monotone(rule, 0))
+            && let Some(p) = search(&strict, require, budget, imply)?
+        {
+            fallback_evaluations = p.evaluated;
+            s.meets(&p.node)?;
+        }
+    }
     let local_optimum = optimal || s.descend()?;
     Ok(s.best.map(|(glm, node)| PrunedPick {
         node,
         glm,
-        evaluated: s.cache.evaluations(),
+        evaluated: s.cache.evaluations() + fallback_evaluations,
         visited,
         optimal,
         stopped_by,

@@ -241,7 +241,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     let non_monotone: Vec<String> = policy
         .require
         .iter()
-        .filter(|r| !r.is_monotone(rule, ds.eta))
+        .filter(|r| !r.is_monotone(rule, ev.suppression_limit()))
         .map(Requirement::text)
         .collect();
     let required: Vec<String> = policy.require.iter().map(Requirement::text).collect();

@@ -70,7 +70,7 @@ impl Evaluator {
     /// [`Self::indices`] with a per-thread buffer of per-size accumulators: only the sizes a node
     /// touches are read and reset, so no per-node allocation or full scan.
     fn indices_with(&self, node: &[u8], tables: &NodeTables, scratch: &mut BySize) -> NodeIndices {
-        let eta = self.dataset.eta;
+        let eta = self.eta;
         let n = self.dataset.num_tuples();
         let sens = &tables.sens;
         scratch.prepare(eta);
@@ -225,7 +225,7 @@ impl Evaluator {
     /// The integer pass over a node's classes (size, distinct values, Σ count²), into `scratch` by
     /// size for classes of at most η tuples.
     fn size_pass(&self, sens: &CellTable, scratch: &mut BySize) -> SizePass {
-        let eta = self.dataset.eta;
+        let eta = self.eta;
         let mut pass = SizePass::new(sens, self.entropy);
         for (size, distinct) in sens.sizes() {
             pass.add(scratch, eta, size, distinct, 0);
@@ -243,7 +243,7 @@ impl Evaluator {
         sets: impl Iterator<Item = (u64, u32)>,
         scratch: &mut BySize,
     ) -> SizePass {
-        let eta = self.dataset.eta;
+        let eta = self.eta;
         let mut pass = SizePass::new(sens, self.entropy);
         let mut multi = std::mem::take(&mut scratch.multi);
         if multi.len() < sens.num_classes() {

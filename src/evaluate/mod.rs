@@ -89,6 +89,9 @@ pub struct Evaluator {
     sens_mask: bool,
     /// Which classes a node suppresses (the profile's, unless [`Self::with_rule`] set another).
     rule: crate::suppression::SuppressionRule,
+    /// The suppression limit η in tuples (the dataset's, unless
+    /// [`Self::with_suppression_limit`] set another).
+    eta: u64,
     /// Row parts for probes, built on first use and shared by the evaluator's variants.
     row_parts: Arc<std::sync::OnceLock<Vec<probe::RowParts>>>,
 }
@@ -154,6 +157,7 @@ impl Evaluator {
             class_only: None,
             sens_mask: false,
             rule: dataset.profile.suppression_rule.clone(),
+            eta: dataset.eta,
             row_parts: Arc::default(),
             dataset,
         })
@@ -167,6 +171,19 @@ impl Evaluator {
             rule,
             ..self.clone()
         }
+    }
+
+    /// The same evaluator under suppression limit `eta` tuples (the encoded dataset is shared).
+    pub fn with_suppression_limit(&self, eta: u64) -> Self {
+        Evaluator {
+            eta,
+            ..self.clone()
+        }
+    }
+
+    /// The suppression limit η in tuples nodes are evaluated under.
+    pub fn suppression_limit(&self) -> u64 {
+        self.eta
     }
 
     /// Whether the cell tables hold what the rule judges a class by (a lighter evaluator's may

@@ -188,7 +188,7 @@ impl Evaluator {
         k: u64,
         first: (u64, u64),
     ) -> bool {
-        let eta = self.dataset.eta;
+        let eta = self.eta;
         let n = self.dataset.num_rows() as u64;
         let (mut small, mut seen) = first;
         for part in 1..=PROBE_PARTS {
@@ -221,7 +221,7 @@ impl Evaluator {
             && self
                 .part_keys(node, &counts, 0)
                 .0
-                .shows_singletons(self.dataset.eta))
+                .shows_singletons(self.eta))
     }
 
     /// A direct evaluation that stops once the rows' class keys show more than η singleton tuples
@@ -248,7 +248,7 @@ impl Evaluator {
         };
         let fails_below = fails_below.filter(|&k| k > 1);
         let singletons = singletons && self.singletons_suppress_nothing();
-        let eta = self.dataset.eta;
+        let eta = self.eta;
         if singletons || fails_below.is_some() {
             let (part, seen) = self.part_keys(node, &counts, 0);
             match fails_below {

@@ -73,7 +73,7 @@ impl Evaluator {
             removed += if fails { size } else { 0 };
             failing.push(fails);
         }
-        if removed > self.dataset.eta || removed >= self.dataset.num_tuples() {
+        if removed > self.eta || removed >= self.dataset.num_tuples() {
             return by_size;
         }
         Suppression {

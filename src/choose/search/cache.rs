@@ -123,7 +123,7 @@ impl<'a> EvaluationCache<'a> {
         if !self.imply || ix.k != 1 || self.below_singleton_rich(node) {
             return;
         }
-        if Evaluator::singleton_tuples(tables) > self.ev.dataset().eta {
+        if Evaluator::singleton_tuples(tables) > self.ev.suppression_limit() {
             self.add_singleton_rich(node);
         }
     }
