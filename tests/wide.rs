@@ -236,6 +236,9 @@ fn a_hundred_qis_evaluate_and_pick() {
     let want: String = digits.iter().rev().map(|d| d.to_string()).collect();
     assert!(want.len() > 39, "more than 2^128 nodes: {want}");
     assert_eq!(ev.lattice().size_decimal(), want);
+    // Messages give its leading digits and power of ten.
+    let text = format!("about {}.{}e{}", &want[..1], &want[1..3], want.len() - 1);
+    assert_eq!(ev.lattice().size_text(), text);
     let profile = profile.to_str().unwrap();
     let node = vec!["0"; 100].join(",");
     let v = pbg_json(&["evaluate", profile, "--node", &node]);

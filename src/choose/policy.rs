@@ -257,7 +257,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                 "require",
                 format!(
                     "no node of the {}-node lattice meets {} (not even the top node)",
-                    lattice.size_decimal(),
+                    lattice.size_text(),
                     required.join(",")
                 ),
             )),
@@ -273,7 +273,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                     format!(
                         "least GLM under monotone requirements: {} of {} nodes evaluated, {} visited",
                         p.evaluated,
-                        lattice.size_decimal(),
+                        lattice.size_text(),
                         p.visited
                     )
                 } else {
@@ -327,7 +327,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             "pick",
             format!(
                 "the lattice has {} nodes, too many to evaluate each, and the pick cannot prune ({note}); require only k>=, l>= (entropy l without suppression) and minimize glm, or search with PBG-EA (`pbg search --algorithm ea`)",
-                lattice.size_decimal()
+                lattice.size_text()
             ),
         ));
     }

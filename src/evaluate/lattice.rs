@@ -56,6 +56,17 @@ impl Lattice {
         out
     }
 
+    /// Number of nodes Π(N_i + 1) for messages: exact up to 20 digits, else its leading digits
+    /// and power of ten (`about 3.52e1431`): a 3000-QI lattice's exact size ran to thousands of
+    /// digits in an error.
+    pub fn size_text(&self) -> String {
+        let exact = self.size_decimal();
+        if exact.len() <= 20 {
+            return exact;
+        }
+        format!("about {}.{}e{}", &exact[..1], &exact[1..3], exact.len() - 1)
+    }
+
     /// Number of nodes Π(N_i + 1) as a `usize` (saturating: check [`Self::enumerable`] before
     /// indexing nodes).
     pub fn size(&self) -> usize {
@@ -68,7 +79,7 @@ impl Lattice {
         if self.size_exact() <= MAX_ENUMERATED {
             return Ok(());
         }
-        let size = self.size_decimal();
+        let size = self.size_text();
         Err(PbgError::argument(
             what,
             format!(
