@@ -172,14 +172,24 @@ proptest! {
     }
 
     /// The packed and the wide class keys (first rows everywhere, or first rows below and packed
-    /// codes above), each by roll-up and directly, equal the naive evaluator on every node.
+    /// codes above), each by roll-up and directly, equal the naive evaluator on every node; the
+    /// sweep in blocks of any size is the sweep.
     #[test]
-    fn rollup_direct_and_naive_agree((t, eta) in table()) {
+    fn rollup_direct_and_naive_agree((t, eta) in table(), block in 1usize..40) {
         let packed = engine(&t, eta);
         prop_assert!(!packed.class_keys().is_wide());
         for ev in [packed.with_wide_keys(0), packed.with_wide_keys(6), packed] {
         let all = ev.evaluate_lattice(&|| {}).unwrap();
         prop_assert_eq!(all.len(), ev.lattice().size());
+        let mut blocks = Vec::new();
+        ev.sweep_lattice(block, &|| {}, &mut |b| {
+            blocks.push(b);
+            Ok(())
+        })
+        .unwrap();
+        let last = ev.lattice().heights().last().map_or(1, |&h| h as usize + 1);
+        prop_assert!(blocks.iter().all(|b| b.len() <= block.max(last)));
+        prop_assert!(blocks.concat() == all, "blocks of {} differ from the sweep", block);
         for (i, rolled) in all.iter().enumerate() {
             let node = ev.lattice().node(i);
             prop_assert_eq!(&rolled.node, &node);

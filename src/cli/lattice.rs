@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use pbg::io::{AtomicFile, OutputFormat, write_batches};
+use pbg::indices::NodeIndices;
+use pbg::io::{AtomicFile, BatchWriter, OutputFormat};
 
 use super::profile_args::ProfileArgs;
 use super::progress::progress_bar;
@@ -85,56 +86,147 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
         a.profile.profile()?.protect_as(out, "out")?;
     }
     let ev = a.profile.statistics_evaluator()?;
+    if matches!(a.format, Format::Parquet) && a.out.is_none() {
+        bail!("--format parquet needs --out FILE");
+    }
     let bar = progress_bar(ev.lattice().size() as u64, "nodes");
-    let all = ev.evaluate_lattice(&|| bar.inc(1))?;
+    let file = a.out.as_deref().map(AtomicFile::new).transpose()?;
+    let mut sink = Sink::open(a.format, file.as_ref(), &ev)?;
+    // Written block by block in index order: the whole lattice is never held.
+    let named = |e: pbg::PbgError| match &file {
+        Some(f) => f.named(e),
+        None => e,
+    };
+    ev.sweep_lattice(BLOCK_NODES, &|| bar.inc(1), &mut |block| {
+        sink.write(&ev, &block)
+    })
+    .map_err(named)?;
     bar.finish_and_clear();
-    match a.format {
-        Format::Json => {
-            let present = pbg::indices::Present::of(ev.dataset());
-            let rows: Vec<serde_json::Value> = all
-                .iter()
-                .map(|x| serde_json::Value::Object(node_json(x, ev.lattice(), present)))
-                .collect();
-            let text = serde_json::to_string(&rows)?;
-            match &a.out {
-                Some(path) => {
-                    let file = AtomicFile::new(path)?;
-                    std::fs::write(file.temp_path(), text + "\n")
-                        .map_err(|e| pbg::PbgError::io(path, e))?;
-                    file.commit()?;
-                }
-                None => println!("{text}"),
+    sink.finish().map_err(named)?;
+    if let Some(f) = file {
+        f.commit()?;
+    }
+    Ok(())
+}
+
+/// Nodes evaluated and written at a time.
+const BLOCK_NODES: usize = 1 << 18;
+
+/// Where `lattice` writes its rows: a table file, CSV on standard output, or a JSON array (to a
+/// file or standard output).
+enum Sink {
+    Table(BatchWriter),
+    Stdout(arrow::csv::Writer<std::io::BufWriter<std::io::Stdout>>),
+    Json {
+        out: Box<dyn std::io::Write>,
+        /// The file written (the temporary one), or `standard output`.
+        path: PathBuf,
+        first: bool,
+    },
+}
+
+impl Sink {
+    fn open(format: Format, file: Option<&AtomicFile>, ev: &pbg::Evaluator) -> pbg::Result<Self> {
+        let table = match format {
+            Format::Csv => OutputFormat::Csv,
+            Format::Parquet => OutputFormat::Parquet,
+            Format::Json => {
+                let (out, path): (Box<dyn std::io::Write>, PathBuf) = match file {
+                    Some(f) => {
+                        let path = f.temp_path();
+                        let w =
+                            std::fs::File::create(path).map_err(|e| pbg::PbgError::io(path, e))?;
+                        (Box::new(std::io::BufWriter::new(w)), path.to_path_buf())
+                    }
+                    None => (
+                        Box::new(std::io::BufWriter::new(std::io::stdout())),
+                        PathBuf::from("standard output"),
+                    ),
+                };
+                return Ok(Sink::Json {
+                    out,
+                    path,
+                    first: true,
+                });
             }
+        };
+        Ok(match file {
+            Some(f) => Sink::Table(BatchWriter::create(
+                f.temp_path(),
+                table,
+                pbg::indices::indices_schema(
+                    &ev.qi_names(),
+                    pbg::indices::Present::of(ev.dataset()),
+                ),
+            )?),
+            None => Sink::Stdout(
+                arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(std::io::BufWriter::new(std::io::stdout())),
+            ),
+        })
+    }
+
+    fn write(&mut self, ev: &pbg::Evaluator, block: &[NodeIndices]) -> pbg::Result<()> {
+        let present = pbg::indices::Present::of(ev.dataset());
+        match self {
+            Sink::Json { out, path, first } => {
+                let path: &std::path::Path = path;
+                let io = |e: std::io::Error| pbg::PbgError::io(path, e);
+                for x in block {
+                    out.write_all(if *first { b"[" } else { b"," })
+                        .map_err(io)?;
+                    *first = false;
+                    let object = serde_json::Value::Object(node_json(x, ev.lattice(), present));
+                    serde_json::to_writer(&mut *out, &object).map_err(|e| io(e.into()))?;
+                }
+                Ok(())
+            }
+            Sink::Table(w) => w.write(&batch(ev, block)?),
+            Sink::Stdout(w) => w
+                .write(&batch(ev, block)?)
+                .map_err(|e| pbg::PbgError::Format {
+                    path: PathBuf::from("standard output"),
+                    message: format!("while writing: {e}"),
+                }),
         }
-        Format::Csv | Format::Parquet => {
-            let batch = pbg::indices::indices_batch(
-                &ev.qi_names(),
-                &all,
-                pbg::indices::Present::of(ev.dataset()),
-            )?;
-            let format = if matches!(a.format, Format::Csv) {
-                OutputFormat::Csv
-            } else {
-                OutputFormat::Parquet
-            };
-            match &a.out {
-                Some(path) => {
-                    let file = AtomicFile::new(path)?;
-                    write_batches(file.temp_path(), format, batch.schema(), &[batch])
-                        .map_err(|e| file.named(e))?;
-                    file.commit()?;
-                }
-                None if format == OutputFormat::Parquet => {
-                    bail!("--format parquet needs --out FILE")
-                }
-                None => {
-                    let mut w = arrow::csv::WriterBuilder::new()
-                        .with_header(true)
-                        .build(std::io::stdout().lock());
-                    w.write(&batch)?;
-                }
+    }
+
+    fn finish(self) -> pbg::Result<()> {
+        match self {
+            Sink::Json {
+                mut out,
+                path,
+                first,
+            } => {
+                let io = |e: std::io::Error| pbg::PbgError::io(&path, e);
+                out.write_all(if first { b"[]\n" } else { b"]\n" })
+                    .map_err(io)?;
+                out.flush().map_err(io)
+            }
+            Sink::Table(w) => w.finish(),
+            Sink::Stdout(w) => {
+                use std::io::Write;
+                w.into_inner()
+                    .flush()
+                    .map_err(|e| pbg::PbgError::io(std::path::Path::new("standard output"), e))
             }
         }
     }
-    Ok(())
+}
+
+/// The rows of `block` as a batch of the lattice table.
+fn batch(
+    ev: &pbg::Evaluator,
+    block: &[NodeIndices],
+) -> pbg::Result<arrow::record_batch::RecordBatch> {
+    pbg::indices::indices_batch(
+        &ev.qi_names(),
+        block,
+        pbg::indices::Present::of(ev.dataset()),
+    )
+    .map_err(|e| pbg::PbgError::Format {
+        path: PathBuf::from("lattice"),
+        message: e.to_string(),
+    })
 }

@@ -13,4 +13,4 @@ pub use atomic::{
 pub use csv_text::CsvQuoting;
 pub use guarded_write::{GuardedWriteExec, GuardedWrites};
 pub use read::{Table, column_index, read_table, read_table_in};
-pub use write::{OutputFormat, write_batches};
+pub use write::{BatchWriter, OutputFormat, write_batches};

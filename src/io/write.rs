@@ -60,28 +60,69 @@ pub fn write_batches(
     schema: SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<()> {
-    let file = File::create(path).map_err(|e| PbgError::io(path, e))?;
-    match format {
-        OutputFormat::Csv => {
-            let mut w = arrow::csv::WriterBuilder::new()
-                .with_header(true)
-                .build(BufWriter::new(file));
-            for b in batches {
-                w.write(b).map_err(|e| fail(path, e))?;
+    let mut w = BatchWriter::create(path, format, schema)?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()
+}
+
+/// A file of batches written one at a time in `format` (CSV with a header row, or Parquet),
+/// for outputs too large to hold whole.
+pub struct BatchWriter {
+    path: std::path::PathBuf,
+    writer: Writer,
+}
+
+enum Writer {
+    Csv(arrow::csv::Writer<BufWriter<File>>),
+    Parquet(Box<ArrowWriter<File>>),
+}
+
+impl BatchWriter {
+    /// Creates `path` (an [`crate::io::AtomicFile`]'s temporary file) for batches of `schema`.
+    pub fn create(path: &Path, format: OutputFormat, schema: SchemaRef) -> Result<Self> {
+        let file = File::create(path).map_err(|e| PbgError::io(path, e))?;
+        let writer = match format {
+            OutputFormat::Csv => Writer::Csv(
+                arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(BufWriter::new(file)),
+            ),
+            OutputFormat::Parquet => {
+                let props = WriterProperties::builder()
+                    .set_compression(Compression::ZSTD(ZstdLevel::default()))
+                    .build();
+                Writer::Parquet(Box::new(
+                    ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(path, e))?,
+                ))
             }
-            w.into_inner().into_inner().map_err(|e| fail(path, e))?;
-        }
-        OutputFormat::Parquet => {
-            let props = WriterProperties::builder()
-                .set_compression(Compression::ZSTD(ZstdLevel::default()))
-                .build();
-            let mut w =
-                ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(path, e))?;
-            for b in batches {
-                w.write(b).map_err(|e| fail(path, e))?;
-            }
-            w.into_inner().map_err(|e| fail(path, e))?;
+        };
+        Ok(BatchWriter {
+            path: path.to_path_buf(),
+            writer,
+        })
+    }
+
+    /// Appends `batch`.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match &mut self.writer {
+            Writer::Csv(w) => w.write(batch).map_err(|e| fail(&self.path, e)),
+            Writer::Parquet(w) => w.write(batch).map_err(|e| fail(&self.path, e)),
         }
     }
-    Ok(())
+
+    /// Writes what is buffered and the file's footer (the caller syncs the file).
+    pub fn finish(self) -> Result<()> {
+        let path = &self.path;
+        match self.writer {
+            Writer::Csv(w) => {
+                w.into_inner().into_inner().map_err(|e| fail(path, e))?;
+            }
+            Writer::Parquet(w) => {
+                w.into_inner().map_err(|e| fail(path, e))?;
+            }
+        }
+        Ok(())
+    }
 }
