@@ -314,29 +314,49 @@ fn parquet_input_release_is_in_input_order() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Rewritten in row groups of 2000 rows, so that every partition reads some.
-    let input = dir.path().join("input.parquet");
-    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&generated).unwrap())
-        .unwrap()
-        .build()
-        .unwrap();
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(Some(2000))
-        .build();
-    let mut writer = None;
-    for batch in reader {
-        let batch = batch.unwrap();
-        let w = writer.get_or_insert_with(|| {
-            ArrowWriter::try_new(
-                std::fs::File::create(&input).unwrap(),
-                batch.schema(),
-                Some(props.clone()),
-            )
+    // Rewritten in row groups of 2000 rows, so that every partition reads some; a second copy
+    // sorted by `occupation` (kept as it is) and declaring it (Parquet sorting columns, which DataFusion trusts: it
+    // merged the partitions by that order, ties dealt round-robin).
+    let batches: Vec<arrow::record_batch::RecordBatch> =
+        ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&generated).unwrap())
             .unwrap()
-        });
-        w.write(&batch).unwrap();
-    }
-    writer.unwrap().close().unwrap();
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+    let whole = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let write = |path: &std::path::Path, sorted: bool| {
+        let schema = whole.schema();
+        let (occupation, id) = (
+            schema.index_of("occupation").unwrap(),
+            schema.index_of("id").unwrap(),
+        );
+        let mut props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(2000));
+        let mut table = whole.clone();
+        if sorted {
+            let by = |i: usize| arrow::compute::SortColumn {
+                values: whole.column(i).clone(),
+                options: None,
+            };
+            let order =
+                arrow::compute::lexsort_to_indices(&[by(occupation), by(id)], None).unwrap();
+            table = arrow::compute::take_record_batch(&whole, &order).unwrap();
+            props = props.set_sorting_columns(Some(vec![parquet::file::metadata::SortingColumn {
+                column_idx: occupation as i32,
+                descending: false,
+                nulls_first: false,
+            }]));
+        }
+        let mut w = ArrowWriter::try_new(
+            std::fs::File::create(path).unwrap(),
+            schema,
+            Some(props.build()),
+        )
+        .unwrap();
+        w.write(&table).unwrap();
+        w.close().unwrap();
+    };
     let ids = |path: &std::path::Path| -> Vec<i64> {
         ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
             .unwrap()
@@ -350,56 +370,60 @@ fn parquet_input_release_is_in_input_order() {
             })
             .collect()
     };
-    let position: HashMap<i64, usize> = ids(&input)
-        .into_iter()
-        .enumerate()
-        .map(|(i, id)| (id, i))
-        .collect();
-    assert_eq!(position.len(), 30000, "ids are unique");
-    let mut profile = pbg::Profile::from_toml_file(&repo("datasets/adult/adult.toml")).unwrap();
-    profile.input = pbg::input::Input::Path(input.clone());
-    let node = vec![2u8, 2, 2, 1, 1, 1, 1, 1];
-    let choose = |_: &pbg::Evaluator| Ok(node.clone());
-    let mut files = Vec::new();
-    // One partition; three byte ranges; three partitions over one range (the file is below
-    // DataFusion's split size: the optimizer dealt its batches round-robin).
-    for (partitions, split) in [(1, true), (3, true), (3, false)] {
-        let mut config = pbg::input::session_config().with_target_partitions(partitions);
-        if split {
-            config.options_mut().optimizer.repartition_file_min_size = 0;
-        }
-        let ctx = pbg::input::context_with(config);
-        let release = dir
-            .path()
-            .join(format!("release-{partitions}-{split}.parquet"));
-        let summary =
-            pbg::release::anonymize_in(&ctx, &profile, &choose, &release, &|_| {}).unwrap();
-        assert!(summary.verified);
-        assert!(summary.suppressed > 0, "the node suppresses classes");
-        let order: Vec<usize> = ids(&release).iter().map(|id| position[id]).collect();
-        assert_eq!(order.len() as u64, summary.rows_released);
-        assert!(
-            order.windows(2).all(|w| w[0] < w[1]),
-            "{partitions} partitions (split {split}): rows out of input order"
-        );
-        // The CSV release of the same plan: its lines follow the Parquet release's ids.
-        let csv = release.with_extension("csv");
-        pbg::release::anonymize_in(&ctx, &profile, &choose, &csv, &|_| {}).unwrap();
-        let text = std::fs::read_to_string(&csv).unwrap();
-        let csv_ids: Vec<i64> = text
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').next().unwrap().parse().unwrap())
+    for sorted in [false, true] {
+        let input = dir.path().join(format!("input-{sorted}.parquet"));
+        write(&input, sorted);
+        let position: HashMap<i64, usize> = ids(&input)
+            .into_iter()
+            .enumerate()
+            .map(|(i, id)| (id, i))
             .collect();
-        assert_eq!(
-            csv_ids,
-            ids(&release),
-            "{partitions} partitions (split {split})"
+        assert_eq!(position.len(), 30000, "ids are unique");
+        let mut profile = pbg::Profile::from_toml_file(&repo("datasets/adult/adult.toml")).unwrap();
+        profile.input = pbg::input::Input::Path(input.clone());
+        let node = vec![2u8, 2, 2, 1, 1, 1, 1, 1];
+        let choose = |_: &pbg::Evaluator| Ok(node.clone());
+        let mut files = Vec::new();
+        // One partition; three byte ranges; three partitions over one range (the file is below
+        // DataFusion's split size: the optimizer dealt its batches round-robin).
+        for (partitions, split) in [(1, true), (3, true), (3, false)] {
+            let mut config = pbg::input::session_config().with_target_partitions(partitions);
+            if split {
+                config.options_mut().optimizer.repartition_file_min_size = 0;
+            }
+            let ctx = pbg::input::context_with(config);
+            let release = dir
+                .path()
+                .join(format!("release-{sorted}-{partitions}-{split}.parquet"));
+            let summary =
+                pbg::release::anonymize_in(&ctx, &profile, &choose, &release, &|_| {}).unwrap();
+            assert!(summary.verified);
+            assert!(summary.suppressed > 0, "the node suppresses classes");
+            let order: Vec<usize> = ids(&release).iter().map(|id| position[id]).collect();
+            assert_eq!(order.len() as u64, summary.rows_released);
+            assert!(
+                order.windows(2).all(|w| w[0] < w[1]),
+                "{partitions} partitions (split {split}, sorted {sorted}): rows out of input order"
+            );
+            // The CSV release of the same plan: its lines follow the Parquet release's ids.
+            let csv = release.with_extension("csv");
+            pbg::release::anonymize_in(&ctx, &profile, &choose, &csv, &|_| {}).unwrap();
+            let text = std::fs::read_to_string(&csv).unwrap();
+            let csv_ids: Vec<i64> = text
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').next().unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(
+                csv_ids,
+                ids(&release),
+                "{partitions} partitions (split {split})"
+            );
+            files.push((std::fs::read(&release).unwrap(), text));
+        }
+        assert!(
+            files.windows(2).all(|w| w[0] == w[1]),
+            "the release differs with the partitions (sorted {sorted})"
         );
-        files.push((std::fs::read(&release).unwrap(), text));
     }
-    assert!(
-        files.windows(2).all(|w| w[0] == w[1]),
-        "the release differs with the partitions"
-    );
 }

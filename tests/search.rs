@@ -88,6 +88,44 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The front keeps exactly the points no point strongly dominates, ties included (values
+    /// drawn from few levels, so that many points are equal), in its order; and the front of a
+    /// front and more points is the front of all of them (how the exhaustive search merges its
+    /// blocks).
+    #[test]
+    fn front_is_the_undominated_points((dirs, k, _eps, points) in offered(), cut in 0usize..120) {
+        let objs = objectives(&dirs);
+        let all: Vec<Point> = points
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Point {
+                node: vec![(i / 256) as u8, (i % 256) as u8],
+                values: v.iter().zip(&k).map(|(&x, &m)| (x % 3.min(m + 1)) as f64).collect(),
+            })
+            .collect();
+        let front = pareto_front(all.clone(), &objs);
+        let mut want: Vec<Point> = all
+            .iter()
+            .filter(|p| {
+                let o = p.oriented(&objs);
+                !all.iter().any(|q| strongly_dominates(&q.oriented(&objs), &o))
+            })
+            .cloned()
+            .collect();
+        want.sort_by(|a, b| {
+            a.values.partial_cmp(&b.values).unwrap().then_with(|| a.node.cmp(&b.node))
+        });
+        prop_assert_eq!(&front, &want);
+        let cut = cut.min(all.len());
+        let mut merged = pareto_front(all[..cut].to_vec(), &objs);
+        merged.extend(all[cut..].iter().cloned());
+        prop_assert_eq!(pareto_front(merged, &objs), front);
+    }
+}
+
 fn vectors(points: &[Point]) -> HashSet<Vec<u64>> {
     points
         .iter()

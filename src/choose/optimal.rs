@@ -130,9 +130,12 @@ pub struct PrunedPick {
     pub node: Node,
     /// Its GLM.
     pub glm: f64,
-    /// Nodes evaluated (each once), counting those settled by singleton tuples or by a probe of
-    /// their small classes.
+    /// Nodes evaluated (each once per search), counting those settled by singleton tuples or by
+    /// a probe of their small classes; with [`Self::evaluated_without_suppression`].
     pub evaluated: usize,
+    /// Of those, the evaluations of the pick without suppression that a search stopped under a
+    /// suppression limit makes (within the same budget again), 0 otherwise.
+    pub evaluated_without_suppression: usize,
     /// Nodes visited in bound order (evaluated or decided by tags).
     pub visited: usize,
     /// Whether the search ran to its end (the node is the optimum); false when a budget stopped it.
@@ -656,6 +659,7 @@ fn search(
     // before the search reaches those that meet without it: the pick without suppression (a
     // search whose meeting nodes end their branch) is a candidate too, judged under the limit.
     let mut fallback_evaluations = 0;
+    drop((heap, seen));
     if !optimal && suppresses {
         let strict = ev.with_suppression_limit(0);
         let rule = strict.suppression_rule();
@@ -671,6 +675,7 @@ fn search(
         node,
         glm,
         evaluated: s.cache.evaluations() + fallback_evaluations,
+        evaluated_without_suppression: fallback_evaluations,
         visited,
         optimal,
         stopped_by,

@@ -300,9 +300,16 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
                     } else {
                         format!("its GLM is {}; no lower bound above 0 was proven", p.glm)
                     };
+                    let without = match p.evaluated_without_suppression {
+                        0 => String::new(),
+                        n => format!(
+                            ", and {n} by the pick without suppression (a candidate within the same budget again)"
+                        ),
+                    };
                     format!(
-                        "the pruned search stopped at its limit of {stop} ({raise}; {} nodes visited, {} evaluated with the greedy descent from its best node): the node meets the requirements and {local}; {gap}",
-                        p.visited, p.evaluated
+                        "the pruned search stopped at its limit of {stop} ({raise}; {} nodes visited, {} evaluated with the greedy descent from its best node{without}): the node meets the requirements and {local}; {gap}",
+                        p.visited,
+                        p.evaluated - p.evaluated_without_suppression
                     )
                 },
             }),

@@ -116,7 +116,7 @@ const BLOCK_NODES: usize = 1 << 18;
 /// file or standard output).
 enum Sink {
     Table(BatchWriter),
-    Stdout(arrow::csv::Writer<std::io::BufWriter<std::io::Stdout>>),
+    Stdout(Box<arrow::csv::Writer<std::io::BufWriter<std::io::Stdout>>>),
     Json {
         out: Box<dyn std::io::Write>,
         /// The file written (the temporary one), or `standard output`.
@@ -159,11 +159,11 @@ impl Sink {
                     pbg::indices::Present::of(ev.dataset()),
                 ),
             )?),
-            None => Sink::Stdout(
+            None => Sink::Stdout(Box::new(
                 arrow::csv::WriterBuilder::new()
                     .with_header(true)
                     .build(std::io::BufWriter::new(std::io::stdout())),
-            ),
+            )),
         })
     }
 

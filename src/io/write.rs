@@ -75,7 +75,7 @@ pub struct BatchWriter {
 }
 
 enum Writer {
-    Csv(arrow::csv::Writer<BufWriter<File>>),
+    Csv(Box<arrow::csv::Writer<BufWriter<File>>>),
     Parquet(Box<ArrowWriter<File>>),
 }
 
@@ -84,11 +84,11 @@ impl BatchWriter {
     pub fn create(path: &Path, format: OutputFormat, schema: SchemaRef) -> Result<Self> {
         let file = File::create(path).map_err(|e| PbgError::io(path, e))?;
         let writer = match format {
-            OutputFormat::Csv => Writer::Csv(
+            OutputFormat::Csv => Writer::Csv(Box::new(
                 arrow::csv::WriterBuilder::new()
                     .with_header(true)
                     .build(BufWriter::new(file)),
-            ),
+            )),
             OutputFormat::Parquet => {
                 let props = WriterProperties::builder()
                     .set_compression(Compression::ZSTD(ZstdLevel::default()))

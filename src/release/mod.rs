@@ -125,7 +125,14 @@ pub async fn write_frame(
     let ahead = state.config().target_partitions();
     let even = format == OutputFormat::Parquet;
     let child: Arc<dyn datafusion::physical_plan::ExecutionPlan> =
-        if child.name() == "CoalescePartitionsExec" && child.children().len() == 1 {
+        // A merge by the order a Parquet input's sorting columns declare (which DataFusion
+        // trusts) takes ties from the partitions in turn: its partitions are byte ranges in
+        // order too, so concatenating them is the input's order (true or not).
+        if matches!(
+            child.name(),
+            "CoalescePartitionsExec" | "SortPreservingMergeExec"
+        ) && child.children().len() == 1
+        {
             Arc::new(ordered::OrderedConcatExec::new(
                 child.children()[0].clone(),
                 ahead,

@@ -28,13 +28,22 @@ pub fn pareto_front(points: Vec<Point>, objectives: &[Objective]) -> Vec<Point> 
         .map(|p| (p.oriented(objectives), p))
         .collect();
     oriented.sort_by(|a, b| lexicographic_desc(&a.0, &b.0).then_with(|| a.1.node.cmp(&b.1.node)));
-    let mut front: Vec<(Vec<f64>, Point)> = Vec::new();
+    // Each point is checked against the front's distinct vectors only: equal vectors are
+    // adjacent in this order, and a point equal to the last vector kept is kept without a scan
+    // (156,066 front nodes of 5 distinct vectors were each checked against all the others).
+    let mut vectors: Vec<Vec<f64>> = Vec::new();
+    let mut front: Vec<Point> = Vec::new();
     for (o, p) in oriented {
-        if !front.iter().any(|(f, _)| strongly_dominates(f, &o)) {
-            front.push((o, p));
+        let repeats = vectors
+            .last()
+            .is_some_and(|l| lexicographic_desc(l, &o) == Ordering::Equal);
+        if repeats {
+            front.push(p);
+        } else if !vectors.iter().any(|f| strongly_dominates(f, &o)) {
+            vectors.push(o);
+            front.push(p);
         }
     }
-    let mut front: Vec<Point> = front.into_iter().map(|(_, p)| p).collect();
     front.sort_by(|a, b| {
         a.values
             .iter()

@@ -59,27 +59,37 @@ pub struct SearchResult {
     pub front: Vec<Point>,
 }
 
+/// Nodes evaluated at a time by [`exhaustive`]: the front of each block is merged into the
+/// front so far, so that the lattice is never held whole.
+const EXHAUSTIVE_BLOCK: usize = 1 << 18;
+
 /// Exhaustive search: every node evaluated (by roll-ups, in parallel), the exact set of minimal PBGs.
 pub fn exhaustive(ev: &Evaluator, objectives: &[Objective]) -> Result<SearchResult> {
     // The cheapest tables that still give the objectives exactly (one cell per class when the
     // sensitive attribute matters at most through distinct l).
     let light = ev.for_objectives(objectives)?;
     let ev = &light;
-    let all = ev.evaluate_lattice(&|| {})?;
-    let points = all
-        .iter()
-        .map(|ix| Point {
+    let mut front = Vec::new();
+    let mut evaluations = 0;
+    // The front of the nodes so far and a block is the front of both: a node one of them
+    // dominates is dominated.
+    ev.sweep_lattice(EXHAUSTIVE_BLOCK, &|| {}, &mut |block| {
+        evaluations += block.len();
+        let mut points = std::mem::take(&mut front);
+        points.extend(block.iter().map(|ix| Point {
             node: ix.node.clone(),
             values: values(objectives, ix),
-        })
-        .collect();
+        }));
+        front = pareto_front(points, objectives);
+        Ok(())
+    })?;
     Ok(SearchResult {
         algorithm: "exhaustive",
         objectives: objectives.to_vec(),
         lattice_size: ev.lattice().size_exact(),
-        evaluations: all.len(),
+        evaluations,
         implied: 0,
         probes: 0,
-        front: pareto_front(points, objectives),
+        front,
     })
 }
