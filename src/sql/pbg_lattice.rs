@@ -1,5 +1,5 @@
 //! `pbg_lattice('profile')`: one row per lattice node (a level column per QI, then the fields of
-//! `pbg_evaluate`), computed by roll-ups in parallel and streamed in batches.
+//! `pbg_evaluate`), computed by roll-ups in parallel in blocks of nodes and streamed in batches.
 //!
 //! ```sql
 //! SELECT * FROM pbg_lattice('adult') WHERE k >= 10 AND l_distinct >= 3 ORDER BY glm LIMIT 5;
@@ -19,6 +19,9 @@ use super::table::{Producer, arity, exec, lazy_table, string_arg};
 use crate::indices::{indices_batch, indices_schema};
 
 const NAME: &str = "pbg_lattice";
+
+/// Nodes swept at a time.
+const BLOCK_NODES: usize = 1 << 18;
 
 /// The `pbg_lattice` table function.
 #[derive(Debug)]
@@ -45,14 +48,22 @@ impl TableFunctionImpl for PbgLatticeFunc {
         let present = crate::indices::Present::of(ev.dataset());
         let schema = indices_schema(&ev.qi_names(), present);
         let produce: Arc<Producer> = Arc::new(move |size, sink| {
-            let all = ev.evaluate_lattice(&|| {}).map_err(|e| exec(NAME, e))?;
-            // Arrow arrays are built one batch at a time from the (compact) indices.
-            for chunk in all.chunks(size.max(1)) {
-                if !sink(indices_batch(&ev.qi_names(), chunk, present)?) {
-                    break;
+            // Swept in blocks, each sent as batches as it is done (the lattice is never held
+            // whole); a consumer that has had enough (a LIMIT) stops the sweep.
+            let mut stopped = false;
+            let swept = ev.sweep_lattice(BLOCK_NODES, &|| {}, &mut |block| {
+                for chunk in block.chunks(size.max(1)) {
+                    if !sink(indices_batch(&ev.qi_names(), chunk, present)?) {
+                        stopped = true;
+                        return Err(crate::PbgError::argument(NAME, "stopped by its consumer"));
+                    }
                 }
+                Ok(())
+            });
+            match swept {
+                Err(_) if stopped => Ok(()),
+                other => other.map_err(|e| exec(NAME, e)),
             }
-            Ok(())
         });
         lazy_table(schema, produce)
     }
