@@ -113,9 +113,17 @@ impl Concat {
                 },
                 Some(Err(e)) => Some(e),
                 None => {
-                    // This partition is done: drop it, start the next one.
-                    self.pending.pop_front();
-                    if self.next < n {
+                    // This partition is done: its task ended (a panic there closed the channel
+                    // too, and its rows would be lost unseen: it is an error), start the next.
+                    let ended = match self.pending.pop_front() {
+                        Some((_, task)) => task.join().await.err(),
+                        None => None,
+                    };
+                    if let Some(e) = ended {
+                        Some(datafusion::error::DataFusionError::Execution(format!(
+                            "a partition of the release ended abnormally: {e}"
+                        )))
+                    } else if self.next < n {
                         let started = start(&self.input, self.next, &self.context);
                         self.next += 1;
                         match started {
@@ -225,5 +233,34 @@ impl ExecutionPlan for OrderedConcatExec {
             self.input.schema(),
             stream,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::physical_plan::test::exec::PanicExec;
+
+    /// A partition that panics fails the concatenation, both ways: its task's end closed the
+    /// channel like the partition's end, and the rows it had not sent were missing unseen.
+    #[test]
+    fn a_partition_that_panics_fails_the_concatenation() {
+        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::UInt32, false)]));
+        for even in [false, true] {
+            let input = Arc::new(
+                PanicExec::new(schema.clone(), 2)
+                    .with_partition_panic(0, 1)
+                    .with_partition_panic(1, 2),
+            );
+            let plan = Arc::new(OrderedConcatExec::new(input, 2, even));
+            let got = crate::input::block_on(datafusion::physical_plan::collect(
+                plan,
+                Arc::new(TaskContext::default()),
+            ))
+            .unwrap();
+            let e = got.unwrap_err().to_string();
+            assert!(e.contains("ended abnormally"), "{e}");
+        }
     }
 }

@@ -145,7 +145,23 @@ impl PartitionStream for LazyPartition {
         let produce = self.produce.clone();
         tokio::task::spawn_blocking(move || {
             let mut sink = |b: RecordBatch| tx.blocking_send(Ok(b)).is_ok();
-            if let Err(e) = produce(batch_size, &mut sink) {
+            // A panic would close the channel like the end of the table, and the rows not yet
+            // sent would be missing unseen: it is sent as an error.
+            let produced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                produce(batch_size, &mut sink)
+            }));
+            let failed = match produced {
+                Ok(result) => result.err(),
+                Err(panic) => Some(DataFusionError::Execution(format!(
+                    "the table function failed: {}",
+                    panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic".into())
+                ))),
+            };
+            if let Some(e) = failed {
                 let _ = tx.blocking_send(Err(e));
             }
         });
@@ -206,5 +222,33 @@ pub(super) fn constant(
                 .then(|| ScalarValue::try_from_array(a, 0))
                 .transpose()?)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::UInt32Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    /// A producer that panics after its first batch fails the query: the panic closed the
+    /// channel like the table's end, and the query returned the first batch as the whole table.
+    #[test]
+    fn a_producer_that_panics_fails_the_query() {
+        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::UInt32, false)]));
+        let first = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(UInt32Array::from(vec![1, 2, 3]))],
+        )
+        .unwrap();
+        let produce: Arc<Producer> = Arc::new(move |_, sink| {
+            sink(first.clone());
+            panic!("an invariant broke");
+        });
+        let table = lazy_table(schema, produce).unwrap();
+        let ctx = datafusion::prelude::SessionContext::new();
+        let got = crate::input::block_on(async { ctx.read_table(table)?.collect().await }).unwrap();
+        let e = got.unwrap_err().to_string();
+        assert!(e.contains("an invariant broke"), "{e}");
     }
 }
