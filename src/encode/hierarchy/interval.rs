@@ -67,7 +67,20 @@ pub(super) fn build(
             })?;
         leaves.push((v, text, *row));
     }
-    leaves.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Bins of widths found in integers when every value, the origin and the widths are short
+    // decimals (labels such as `[0.3,0.4)`, not `[0.30000000000000004,0.4)`), leaves then in
+    // their exact order; else in floating point.
+    let mut exact = Scaled::of(&leaves, widths, origin);
+    match &mut exact {
+        Some(x) => {
+            let mut keyed: Vec<(i128, (f64, &str, usize))> =
+                x.values.iter().copied().zip(leaves).collect();
+            keyed.sort_by_key(|(k, _)| *k);
+            x.values = keyed.iter().map(|(k, _)| *k).collect();
+            leaves = keyed.into_iter().map(|(_, leaf)| leaf).collect();
+        }
+        None => leaves.sort_by(|a, b| a.0.total_cmp(&b.0)),
+    }
     let (min, max) = (leaves[0].0, leaves[leaves.len() - 1].0);
     let n_levels = widths.len().max(cuts.len());
     // Per level above the leaves, each leaf's bin (codes in order of appearance) and each bin's
@@ -80,25 +93,40 @@ pub(super) fn build(
     let mut last: Vec<Option<f64>> = vec![None; n_levels];
     // Each level's current label read back as exact bounds, once per label.
     let mut exact_bounds: Vec<Bounds> = vec![(None, None); n_levels];
-    for &(v, text, row) in &leaves {
+    let mut last_exact: Vec<Option<i128>> = vec![None; n_levels];
+    for (i, &(v, text, row)) in leaves.iter().enumerate() {
         names.push(text.to_string());
         // The value as written, exactly: the bins are found in floating point, where
         // `9.99999999999999999` is 10 and 2^53 + 1 is 2^53; each label is checked to hold it.
-        let exact = Decimal::parse(text.trim());
+        let written = Decimal::parse(text.trim());
         bounds[0].push((v, v));
         for l in 0..n_levels {
             // The bin's lower bound identifies it (cut levels: the cut below, or -inf).
-            let key = if !widths.is_empty() {
-                origin + ((v - origin) / widths[l]).floor() * widths[l]
-            } else {
-                cuts[l]
+            let bin = exact.as_ref().map(|x| x.bin(i, l));
+            let key = match bin {
+                Some(b) => b as f64 / x_scale(exact.as_ref()),
+                None if !widths.is_empty() => {
+                    origin + ((v - origin) / widths[l]).floor() * widths[l]
+                }
+                None => cuts[l]
                     .iter()
                     .rposition(|&x| v >= x)
-                    .map_or(f64::NEG_INFINITY, |i| cuts[l][i])
+                    .map_or(f64::NEG_INFINITY, |i| cuts[l][i]),
             };
             let level = &mut above[l];
-            if last[l] != Some(key) {
-                let (label, lo, hi) = if !widths.is_empty() {
+            let new_bin = match bin {
+                Some(b) => last_exact[l] != Some(b),
+                None => last[l] != Some(key),
+            };
+            if new_bin {
+                let (label, lo, hi) = if let (Some(b), Some(x)) = (bin, &exact) {
+                    let w = x.widths[l];
+                    (
+                        format!("[{},{})", x.text(b), x.text(b + w)),
+                        key,
+                        (b + w) as f64 / x.scale as f64,
+                    )
+                } else if !widths.is_empty() {
                     let w = widths[l];
                     (format!("[{},{})", num(key), num(key + w)), key, key + w)
                 } else {
@@ -114,8 +142,9 @@ pub(super) fn build(
                 level.labels.push(label);
                 bounds[l + 1].push((lo, hi));
                 last[l] = Some(key);
+                last_exact[l] = bin;
             }
-            if !exact.as_ref().is_some_and(|x| x.within(&exact_bounds[l])) {
+            if !written.as_ref().is_some_and(|x| x.within(&exact_bounds[l])) {
                 let label = &level.labels[level.labels.len() - 1];
                 return Err(PbgError::ValueNotInHierarchy {
                     column: column.to_string(),
@@ -135,6 +164,92 @@ pub(super) fn build(
     top.group_of_leaf = vec![0; leaves.len()];
     bounds[n_levels + 1].push((min, max));
     Hierarchy::from_levels(column, source, names, above, LossModel::Range(&bounds))
+}
+
+/// Decimals a number may have for its interval bins to be found in integers.
+const MAX_SCALE: i64 = 18;
+
+/// Every value, the origin and the widths of an interval hierarchy as integers at one scale
+/// (10^decimals), when each is a decimal of at most [`MAX_SCALE`] decimals and all fit.
+struct Scaled {
+    /// The values (in the order of the leaves), times `scale`.
+    values: Vec<i128>,
+    /// The origin, times `scale`.
+    origin: i128,
+    /// Each level's width, times `scale`.
+    widths: Vec<i128>,
+    /// 10^decimals.
+    scale: i128,
+    decimals: usize,
+}
+
+impl Scaled {
+    fn of(leaves: &[(f64, &str, usize)], widths: &[f64], origin: f64) -> Option<Scaled> {
+        if widths.is_empty() {
+            return None;
+        }
+        // Widths and the origin as their shortest decimal text (what the profile wrote).
+        let given: Vec<Decimal> = widths
+            .iter()
+            .chain([&origin])
+            .map(|w| Decimal::parse(&format!("{w}")))
+            .collect::<Option<_>>()?;
+        let values: Vec<Decimal> = leaves
+            .iter()
+            .map(|(_, text, _)| Decimal::parse(text.trim()))
+            .collect::<Option<_>>()?;
+        let decimals = given
+            .iter()
+            .chain(&values)
+            .map(|d| (-d.exponent).max(0))
+            .max()?;
+        if decimals > MAX_SCALE {
+            return None;
+        }
+        let scaled = |d: &Decimal| -> Option<i128> {
+            let mut m: i128 = 0;
+            for &digit in &d.digits {
+                m = m.checked_mul(10)?.checked_add(digit as i128)?;
+            }
+            let m =
+                m.checked_mul(10i128.checked_pow(u32::try_from(d.exponent + decimals).ok()?)?)?;
+            // Room for a bin's bounds (a value plus a width) and their differences.
+            (m.abs() < i128::MAX / 8).then_some(if d.negative { -m } else { m })
+        };
+        let mut given: Vec<i128> = given.iter().map(scaled).collect::<Option<_>>()?;
+        let origin = given.pop()?;
+        Some(Scaled {
+            values: values.iter().map(scaled).collect::<Option<_>>()?,
+            origin,
+            widths: given,
+            scale: 10i128.pow(decimals as u32),
+            decimals: decimals as usize,
+        })
+    }
+
+    /// The lower bound of the bin of level `l` (0-based, above the leaves) holding value `i`.
+    fn bin(&self, i: usize, l: usize) -> i128 {
+        let w = self.widths[l];
+        self.origin + (self.values[i] - self.origin).div_euclid(w) * w
+    }
+
+    /// `x` (times `scale`) as decimal text, without trailing zeros.
+    fn text(&self, x: i128) -> String {
+        let digits = x.unsigned_abs().to_string();
+        let digits = format!("{digits:0>width$}", width = self.decimals + 1);
+        let (whole, fraction) = digits.split_at(digits.len() - self.decimals);
+        let fraction = fraction.trim_end_matches('0');
+        let sign = if x < 0 { "-" } else { "" };
+        match fraction.is_empty() {
+            true => format!("{sign}{whole}"),
+            false => format!("{sign}{whole}.{fraction}"),
+        }
+    }
+}
+
+/// The scale of exact bins as a float (1 when there are none).
+fn x_scale(exact: Option<&Scaled>) -> f64 {
+    exact.map_or(1.0, |x| x.scale as f64)
 }
 
 /// The exact lower (inclusive) and upper (exclusive) bounds of an interval label.
@@ -274,16 +389,24 @@ mod tests {
             )
             .is_ok()
         );
+        // Values of up to 18 decimals are binned exactly: floating point read these as 10 and
+        // as 2^53, across a bound.
+        let h = build1(&["5", "9.99999999999999999"], &[10.0, 100.0]).unwrap();
+        assert_eq!(h.levels[1].labels, ["[0,10)"]);
+        let h = build1(&["9007199254740992", "9007199254740993"], &[1.0]).unwrap();
+        assert_eq!(
+            h.levels[1].labels,
+            [
+                "[9007199254740992,9007199254740993)",
+                "[9007199254740993,9007199254740994)"
+            ]
+        );
+        // Longer decimals are binned in floating point, and refused where it moves them.
         for (values, widths, bad) in [
             (
-                &["5", "9.99999999999999999"][..],
+                &["5", "9.9999999999999999999"][..],
                 &[10.0, 100.0][..],
-                "9.99999999999999999",
-            ),
-            (
-                &["9007199254740992", "9007199254740993"][..],
-                &[1.0][..],
-                "9007199254740992",
+                "9.9999999999999999999",
             ),
             (&["-1e-400", "3"][..], &[10.0][..], "-1e-400"),
         ] {
@@ -293,6 +416,31 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// Widths and origins of a few decimals give labels without binary noise (`[0.3,0.4)`,
+    /// not `[0.30000000000000004,0.4)`), each holding its values, in order.
+    #[test]
+    fn decimal_widths_give_exact_labels() {
+        let values: Vec<(String, usize)> = ["0.35", "0.3", "-0.05", "0.7", "0.30", "1.15"]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.to_string(), i + 1))
+            .collect();
+        let h = build("v", &values, &[0.1, 0.5], 0.0, &[]).unwrap();
+        assert_eq!(
+            h.levels[1].labels,
+            ["[-0.1,0)", "[0.3,0.4)", "[0.7,0.8)", "[1.1,1.2)"]
+        );
+        assert_eq!(
+            h.levels[2].labels,
+            ["[-0.5,0)", "[0,0.5)", "[0.5,1)", "[1,1.5)"]
+        );
+        let h = build("v", &values, &[0.25], 0.05, &[]).unwrap();
+        assert_eq!(
+            h.levels[1].labels,
+            ["[-0.2,0.05)", "[0.3,0.55)", "[0.55,0.8)", "[1.05,1.3)"]
+        );
     }
 
     proptest! {
