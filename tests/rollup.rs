@@ -184,7 +184,7 @@ proptest! {
         let mut blocks = Vec::new();
         ev.sweep_lattice(block, &|| {}, &mut |b| {
             blocks.push(b);
-            Ok(())
+            Ok(true)
         })
         .unwrap();
         let last = ev.lattice().heights().last().map_or(1, |&h| h as usize + 1);

@@ -98,7 +98,7 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
         None => e,
     };
     ev.sweep_lattice(BLOCK_NODES, &|| bar.inc(1), &mut |block| {
-        sink.write(&ev, &block)
+        sink.write(&ev, &block).map(|()| true)
     })
     .map_err(named)?;
     bar.finish_and_clear();
@@ -112,11 +112,10 @@ pub fn run(a: LatticeArgs) -> anyhow::Result<()> {
 /// Nodes evaluated and written at a time.
 const BLOCK_NODES: usize = 1 << 18;
 
-/// Where `lattice` writes its rows: a table file, CSV on standard output, or a JSON array (to a
-/// file or standard output).
+/// Where `lattice` writes its rows: a table (a file, or CSV on standard output), or a JSON array
+/// (to a file or standard output).
 enum Sink {
     Table(BatchWriter),
-    Stdout(Box<arrow::csv::Writer<std::io::BufWriter<std::io::Stdout>>>),
     Json {
         out: Box<dyn std::io::Write>,
         /// The file written (the temporary one), or `standard output`.
@@ -127,6 +126,7 @@ enum Sink {
 
 impl Sink {
     fn open(format: Format, file: Option<&AtomicFile>, ev: &pbg::Evaluator) -> pbg::Result<Self> {
+        let stdout = || Box::new(std::io::BufWriter::new(std::io::stdout()));
         let table = match format {
             Format::Csv => OutputFormat::Csv,
             Format::Parquet => OutputFormat::Parquet,
@@ -138,10 +138,7 @@ impl Sink {
                             std::fs::File::create(path).map_err(|e| pbg::PbgError::io(path, e))?;
                         (Box::new(std::io::BufWriter::new(w)), path.to_path_buf())
                     }
-                    None => (
-                        Box::new(std::io::BufWriter::new(std::io::stdout())),
-                        PathBuf::from("standard output"),
-                    ),
+                    None => (stdout(), PathBuf::from("standard output")),
                 };
                 return Ok(Sink::Json {
                     out,
@@ -150,21 +147,13 @@ impl Sink {
                 });
             }
         };
-        Ok(match file {
-            Some(f) => Sink::Table(BatchWriter::create(
-                f.temp_path(),
-                table,
-                pbg::indices::indices_schema(
-                    &ev.qi_names(),
-                    pbg::indices::Present::of(ev.dataset()),
-                ),
-            )?),
-            None => Sink::Stdout(Box::new(
-                arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(std::io::BufWriter::new(std::io::stdout())),
-            )),
-        })
+        let schema =
+            pbg::indices::indices_schema(&ev.qi_names(), pbg::indices::Present::of(ev.dataset()));
+        Ok(Sink::Table(match file {
+            Some(f) => BatchWriter::create(f.temp_path(), table, schema)?,
+            // Parquet without --out is refused before the sweep.
+            None => BatchWriter::csv(stdout(), std::path::Path::new("standard output")),
+        }))
     }
 
     fn write(&mut self, ev: &pbg::Evaluator, block: &[NodeIndices]) -> pbg::Result<()> {
@@ -182,13 +171,11 @@ impl Sink {
                 }
                 Ok(())
             }
-            Sink::Table(w) => w.write(&batch(ev, block)?),
-            Sink::Stdout(w) => w
-                .write(&batch(ev, block)?)
-                .map_err(|e| pbg::PbgError::Format {
-                    path: PathBuf::from("standard output"),
-                    message: format!("while writing: {e}"),
-                }),
+            Sink::Table(w) => w.write(&pbg::indices::indices_batch(
+                &ev.qi_names(),
+                block,
+                present,
+            )?),
         }
     }
 
@@ -205,28 +192,6 @@ impl Sink {
                 out.flush().map_err(io)
             }
             Sink::Table(w) => w.finish(),
-            Sink::Stdout(w) => {
-                use std::io::Write;
-                w.into_inner()
-                    .flush()
-                    .map_err(|e| pbg::PbgError::io(std::path::Path::new("standard output"), e))
-            }
         }
     }
-}
-
-/// The rows of `block` as a batch of the lattice table.
-fn batch(
-    ev: &pbg::Evaluator,
-    block: &[NodeIndices],
-) -> pbg::Result<arrow::record_batch::RecordBatch> {
-    pbg::indices::indices_batch(
-        &ev.qi_names(),
-        block,
-        pbg::indices::Present::of(ev.dataset()),
-    )
-    .map_err(|e| pbg::PbgError::Format {
-        path: PathBuf::from("lattice"),
-        message: e.to_string(),
-    })
 }

@@ -19,14 +19,15 @@ impl Evaluator {
         let mut all = Vec::new();
         self.sweep_lattice(usize::MAX, progress, &mut |block| {
             all.extend(block);
-            Ok(())
+            Ok(true)
         })?;
         Ok(all)
     }
 
     /// [`Self::evaluate_lattice`] in blocks of at most `block` nodes (more only when one level
     /// of the last QI exceeds it), handed to `emit` in lattice index order, so that a caller
-    /// writing them out holds one block at a time (4.78 M nodes held at once took 2.7 GB). A
+    /// writing them out holds one block at a time (4.78 M nodes held at once took 2.7 GB);
+    /// `emit` returns whether to go on (a consumer that has had enough stops the sweep). A
     /// block is the nodes sharing their levels in the leading QIs: consecutive in index order,
     /// swept from its least node, whose tables are computed directly (the bottom's for the
     /// first block).
@@ -34,7 +35,7 @@ impl Evaluator {
         &self,
         block: usize,
         progress: &(dyn Fn() + Sync),
-        emit: &mut dyn FnMut(Vec<NodeIndices>) -> Result<()>,
+        emit: &mut dyn FnMut(Vec<NodeIndices>) -> Result<bool>,
     ) -> Result<()> {
         self.lattice.enumerable("lattice size")?;
         let size = self.lattice.size();
@@ -57,7 +58,9 @@ impl Evaluator {
                 // all.
                 out.push(slot.into_inner().expect("every node visited"));
             }
-            emit(out)?;
+            if !emit(out)? {
+                break;
+            }
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Writes record batches as CSV or Parquet.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use arrow::datatypes::SchemaRef;
@@ -68,14 +68,15 @@ pub fn write_batches(
 }
 
 /// A file of batches written one at a time in `format` (CSV with a header row, or Parquet),
-/// for outputs too large to hold whole.
+/// for outputs too large to hold whole; CSV may go to any writer (standard output).
 pub struct BatchWriter {
+    /// The file written, or what the writer is called, for errors.
     path: std::path::PathBuf,
     writer: Writer,
 }
 
 enum Writer {
-    Csv(Box<arrow::csv::Writer<BufWriter<File>>>),
+    Csv(Box<arrow::csv::Writer<Box<dyn Write + Send>>>),
     Parquet(Box<ArrowWriter<File>>),
 }
 
@@ -83,25 +84,31 @@ impl BatchWriter {
     /// Creates `path` (an [`crate::io::AtomicFile`]'s temporary file) for batches of `schema`.
     pub fn create(path: &Path, format: OutputFormat, schema: SchemaRef) -> Result<Self> {
         let file = File::create(path).map_err(|e| PbgError::io(path, e))?;
-        let writer = match format {
-            OutputFormat::Csv => Writer::Csv(Box::new(
-                arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(BufWriter::new(file)),
-            )),
+        match format {
+            OutputFormat::Csv => Ok(Self::csv(Box::new(BufWriter::new(file)), path)),
             OutputFormat::Parquet => {
                 let props = WriterProperties::builder()
                     .set_compression(Compression::ZSTD(ZstdLevel::default()))
                     .build();
-                Writer::Parquet(Box::new(
-                    ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(path, e))?,
-                ))
+                let w =
+                    ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(path, e))?;
+                Ok(BatchWriter {
+                    path: path.to_path_buf(),
+                    writer: Writer::Parquet(Box::new(w)),
+                })
             }
-        };
-        Ok(BatchWriter {
-            path: path.to_path_buf(),
-            writer,
-        })
+        }
+    }
+
+    /// CSV with a header row to `out`, called `name` in errors.
+    pub fn csv(out: Box<dyn Write + Send>, name: &Path) -> Self {
+        let w = arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(out);
+        BatchWriter {
+            path: name.to_path_buf(),
+            writer: Writer::Csv(Box::new(w)),
+        }
     }
 
     /// Appends `batch`.
@@ -112,13 +119,11 @@ impl BatchWriter {
         }
     }
 
-    /// Writes what is buffered and the file's footer (the caller syncs the file).
+    /// Writes what is buffered and the file's footer (the caller syncs a file).
     pub fn finish(self) -> Result<()> {
         let path = &self.path;
         match self.writer {
-            Writer::Csv(w) => {
-                w.into_inner().into_inner().map_err(|e| fail(path, e))?;
-            }
+            Writer::Csv(w) => w.into_inner().flush().map_err(|e| fail(path, e))?,
             Writer::Parquet(w) => {
                 w.into_inner().map_err(|e| fail(path, e))?;
             }

@@ -3,18 +3,18 @@
 //! multi-partition input came out in a different row order from run to run; taken in order, the
 //! partitions are the input in order (see `input::new_context`) and the release is the same file
 //! every time. On request the rows come out in batches of the session's batch size whatever the
-//! partitions' boundaries, so that a writer whose pages depend on the batches it is given (Parquet)
-//! writes the same bytes on any number of cores. Memory stays bounded: each partition read ahead holds at most
-//! [`BUFFER`] batches.
+//! partitions' boundaries, so that a writer whose pages depend on the batches it is given
+//! (Parquet) writes the same bytes on any number of cores. Memory stays bounded: each partition
+//! read ahead holds at most [`BUFFER`] batches.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::compute::BatchCoalescer;
-use datafusion::common::Result;
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -75,6 +75,8 @@ type Pending = (mpsc::Receiver<Result<RecordBatch>>, SpawnedTask<()>);
 struct Concat {
     pending: VecDeque<Pending>,
     next: usize,
+    /// The input's partitions.
+    n: usize,
     input: Arc<dyn ExecutionPlan>,
     context: Arc<TaskContext>,
     coalescer: Option<BatchCoalescer>,
@@ -83,67 +85,70 @@ struct Concat {
 
 impl Concat {
     /// The next batch, or `None` at the end.
-    async fn next(&mut self, n: usize) -> Option<Result<RecordBatch>> {
+    async fn next(&mut self) -> Option<Result<RecordBatch>> {
         loop {
-            if let Some(batch) = self
+            let cut = self
                 .coalescer
                 .as_mut()
-                .and_then(|c| c.next_completed_batch())
-            {
+                .and_then(|c| c.next_completed_batch());
+            if let Some(batch) = cut {
                 return Some(Ok(batch));
             }
             if self.finished {
                 return None;
             }
-            let received = match self.pending.front_mut() {
-                Some((rx, _)) => rx.recv().await,
-                None => {
+            match self.step().await {
+                Ok(Some(batch)) => return Some(Ok(batch)),
+                Ok(None) => {}
+                Err(e) => {
                     self.finished = true;
-                    if let Some(Err(e)) = self.coalescer.as_mut().map(|c| c.finish_buffered_batch())
-                    {
-                        return Some(Err(e.into()));
-                    }
-                    continue;
+                    self.pending.clear();
+                    return Some(Err(e));
                 }
-            };
-            let failed = match received {
-                Some(Ok(batch)) => match self.coalescer.as_mut() {
-                    Some(c) => c.push_batch(batch).err().map(Into::into),
-                    None => return Some(Ok(batch)),
-                },
-                Some(Err(e)) => Some(e),
-                None => {
-                    // This partition is done: its task ended (a panic there closed the channel
-                    // too, and its rows would be lost unseen: it is an error), start the next.
-                    let ended = match self.pending.pop_front() {
-                        Some((_, task)) => task.join().await.err(),
-                        None => None,
-                    };
-                    if let Some(e) = ended {
-                        Some(datafusion::error::DataFusionError::Execution(format!(
-                            "a partition of the release ended abnormally: {e}"
-                        )))
-                    } else if self.next < n {
-                        let started = start(&self.input, self.next, &self.context);
-                        self.next += 1;
-                        match started {
-                            Ok(p) => {
-                                self.pending.push_back(p);
-                                None
-                            }
-                            Err(e) => Some(e),
-                        }
-                    } else {
-                        None
-                    }
-                }
-            };
-            if let Some(e) = failed {
-                self.finished = true;
-                self.pending.clear();
-                return Some(Err(e));
             }
         }
+    }
+
+    /// One receive: a batch to pass on as it came, or none yet (a batch taken into the
+    /// coalescer, a partition ended, or the end reached).
+    async fn step(&mut self) -> Result<Option<RecordBatch>> {
+        let Some((rx, _)) = self.pending.front_mut() else {
+            self.finished = true;
+            if let Some(c) = &mut self.coalescer {
+                c.finish_buffered_batch()?;
+            }
+            return Ok(None);
+        };
+        match (rx.recv().await, &mut self.coalescer) {
+            (Some(batch), Some(c)) => {
+                c.push_batch(batch?)?;
+                Ok(None)
+            }
+            (Some(batch), None) => batch.map(Some),
+            (None, _) => {
+                self.next_partition().await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The front partition has ended: its task is joined (a panic there closed the channel too,
+    /// and the rows it had not sent would be lost unseen: it is an error), and the next partition
+    /// started.
+    async fn next_partition(&mut self) -> Result<()> {
+        if let Some((_, task)) = self.pending.pop_front() {
+            task.join().await.map_err(|e| {
+                DataFusionError::Execution(format!(
+                    "a partition of the release ended abnormally: {e}"
+                ))
+            })?;
+        }
+        if self.next < self.n {
+            self.pending
+                .push_back(start(&self.input, self.next, &self.context)?);
+            self.next += 1;
+        }
+        Ok(())
     }
 }
 
@@ -220,13 +225,14 @@ impl ExecutionPlan for OrderedConcatExec {
         let state = Concat {
             pending,
             next: self.ahead.min(n),
+            n,
             input: self.input.clone(),
             context,
             coalescer,
             finished: false,
         };
         let stream = futures::stream::unfold(state, move |mut s| async move {
-            let item = s.next(n).await?;
+            let item = s.next().await?;
             Some((item, s))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(

@@ -50,20 +50,15 @@ impl TableFunctionImpl for PbgLatticeFunc {
         let produce: Arc<Producer> = Arc::new(move |size, sink| {
             // Swept in blocks, each sent as batches as it is done (the lattice is never held
             // whole); a consumer that has had enough (a LIMIT) stops the sweep.
-            let mut stopped = false;
-            let swept = ev.sweep_lattice(BLOCK_NODES, &|| {}, &mut |block| {
+            ev.sweep_lattice(BLOCK_NODES, &|| {}, &mut |block| {
                 for chunk in block.chunks(size.max(1)) {
                     if !sink(indices_batch(&ev.qi_names(), chunk, present)?) {
-                        stopped = true;
-                        return Err(crate::PbgError::argument(NAME, "stopped by its consumer"));
+                        return Ok(false);
                     }
                 }
-                Ok(())
-            });
-            match swept {
-                Err(_) if stopped => Ok(()),
-                other => other.map_err(|e| exec(NAME, e)),
-            }
+                Ok(true)
+            })
+            .map_err(|e| exec(NAME, e))
         });
         lazy_table(schema, produce)
     }

@@ -81,7 +81,7 @@ pub fn exhaustive(ev: &Evaluator, objectives: &[Objective]) -> Result<SearchResu
             values: values(objectives, ix),
         }));
         front = pareto_front(points, objectives);
-        Ok(())
+        Ok(true)
     })?;
     Ok(SearchResult {
         algorithm: "exhaustive",

@@ -102,9 +102,9 @@ pub(super) fn build(
         bounds[0].push((v, v));
         for l in 0..n_levels {
             // The bin's lower bound identifies it (cut levels: the cut below, or -inf).
-            let bin = exact.as_ref().map(|x| x.bin(i, l));
+            let bin = exact.as_ref().map(|x| (x, x.bin(i, l)));
             let key = match bin {
-                Some(b) => b as f64 / x_scale(exact.as_ref()),
+                Some((x, b)) => x.float(b),
                 None if !widths.is_empty() => {
                     origin + ((v - origin) / widths[l]).floor() * widths[l]
                 }
@@ -115,16 +115,16 @@ pub(super) fn build(
             };
             let level = &mut above[l];
             let new_bin = match bin {
-                Some(b) => last_exact[l] != Some(b),
+                Some((_, b)) => last_exact[l] != Some(b),
                 None => last[l] != Some(key),
             };
             if new_bin {
-                let (label, lo, hi) = if let (Some(b), Some(x)) = (bin, &exact) {
+                let (label, lo, hi) = if let Some((x, b)) = bin {
                     let w = x.widths[l];
                     (
                         format!("[{},{})", x.text(b), x.text(b + w)),
                         key,
-                        (b + w) as f64 / x.scale as f64,
+                        x.float(b + w),
                     )
                 } else if !widths.is_empty() {
                     let w = widths[l];
@@ -142,7 +142,7 @@ pub(super) fn build(
                 level.labels.push(label);
                 bounds[l + 1].push((lo, hi));
                 last[l] = Some(key);
-                last_exact[l] = bin;
+                last_exact[l] = bin.map(|(_, b)| b);
             }
             if !written.as_ref().is_some_and(|x| x.within(&exact_bounds[l])) {
                 let label = &level.labels[level.labels.len() - 1];
@@ -233,6 +233,11 @@ impl Scaled {
         self.origin + (self.values[i] - self.origin).div_euclid(w) * w
     }
 
+    /// `x` (times `scale`) as a float.
+    fn float(&self, x: i128) -> f64 {
+        x as f64 / self.scale as f64
+    }
+
     /// `x` (times `scale`) as decimal text, without trailing zeros.
     fn text(&self, x: i128) -> String {
         let digits = x.unsigned_abs().to_string();
@@ -245,11 +250,6 @@ impl Scaled {
             false => format!("{sign}{whole}.{fraction}"),
         }
     }
-}
-
-/// The scale of exact bins as a float (1 when there are none).
-fn x_scale(exact: Option<&Scaled>) -> f64 {
-    exact.map_or(1.0, |x| x.scale as f64)
 }
 
 /// The exact lower (inclusive) and upper (exclusive) bounds of an interval label.
