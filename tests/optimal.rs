@@ -104,6 +104,11 @@ proptest! {
             ),
         ] {
             let (Some(g), Some((glm, _))) = (stopped, &want) else { continue };
+            // The budget caps each search: the pick's own, and the one without suppression
+            // (at least the bottom and the top).
+            let cap = budget.total();
+            prop_assert!(g.evaluated - g.evaluated_without_suppression <= cap, "{} > {}", g.evaluated, cap);
+            prop_assert!(g.evaluated_without_suppression <= cap);
             // A looser limit never picks worse than no suppression within the same budget (its
             // search could spend the budget on nodes that meet only by suppressing).
             if let Some(w) = without.filter(|_| eta > 0) {

@@ -60,8 +60,12 @@ pub const EVALUATED_ROWS: usize = 200_000_000;
 pub const IMPLY_MIN_ROWS: usize = 1 << 17;
 
 /// The share of the evaluation budget the best-first search leaves to the greedy descent that
-/// follows a stop (1/4).
+/// follows a stop (1/4, at least one evaluation when the budget has three).
 pub const DESCENT_SHARE: usize = 4;
+
+/// The least budget of evaluations: the bottom (every roll-up's source) and the top (which
+/// tells whether any node meets the requirements).
+pub const MIN_BUDGET: usize = 2;
 
 /// Bytes the queue of nodes to visit (and the set of nodes queued) may hold before the pick
 /// stops unproven: each queued node costs its levels plus bookkeeping, and a visit queues up to
@@ -94,6 +98,24 @@ impl Budget {
             evaluations,
         }
     }
+
+    /// The evaluations the whole pick may make: [`Self::evaluations`], at least [`MIN_BUDGET`].
+    pub fn total(self) -> usize {
+        self.evaluations.max(MIN_BUDGET)
+    }
+
+    /// The evaluations the best-first search may make: all but [`DESCENT_SHARE`] of the budget,
+    /// leaving the descent at least one (the candidate without suppression is evaluated in it)
+    /// when the budget has more than the bottom and the top.
+    pub fn search_evaluations(self) -> usize {
+        let total = self.total();
+        let descent = if total > MIN_BUDGET {
+            (total / DESCENT_SHARE).max(1)
+        } else {
+            0
+        };
+        total - descent
+    }
 }
 
 /// A limit of [`Budget`] (or of memory) that stops a pruned pick.
@@ -114,8 +136,8 @@ impl Limit {
             // The search stops at its share; the rest is the greedy descent's.
             Limit::Evaluations => format!(
                 "{} evaluations, {} of them for the search and the rest for a greedy descent",
-                budget.evaluations,
-                budget.evaluations - budget.evaluations / DESCENT_SHARE
+                budget.total(),
+                budget.search_evaluations()
             ),
             Limit::Visited => format!("{} nodes visited", budget.visited),
             Limit::QueueBytes => format!("{} MiB of queued nodes", MAX_QUEUE_BYTES >> 20),
@@ -265,10 +287,18 @@ struct Pick<'a> {
     /// chains (see [`sorted_steps`]).
     sorted: Option<Vec<Step>>,
     best: Option<(f64, Node)>,
-    budget: Budget,
+    /// The evaluations the current phase may reach: the search's share, then the whole budget.
+    limit: usize,
 }
 
 impl Pick<'_> {
+    /// Whether [`Self::meets`] of `n` stays within the phase's limit. The budget is checked
+    /// before each evaluation, not between visits: a probe evaluates several nodes, and it
+    /// overshot `--pick-evaluations` (12 for 10).
+    fn affordable(&self, n: &[u8]) -> bool {
+        self.cache.evaluations() + self.cache.cost(n) <= self.limit
+    }
+
     /// Evaluates `n` (once) and tells whether it meets the requirements; a meeting node is a
     /// candidate.
     fn meets(&mut self, n: &[u8]) -> Result<bool> {
@@ -314,8 +344,9 @@ impl Pick<'_> {
     }
 
     /// Decides `n` by a binary search on its chain to the top (whose top is known to meet),
-    /// tagging the nodes around the cut.
-    fn probe(&mut self, n: &[u8]) -> Result<bool> {
+    /// tagging the nodes around the cut; None when the limit stops it first (what it learned is
+    /// tagged all the same).
+    fn probe(&mut self, n: &[u8]) -> Result<Option<bool>> {
         let chain = self.chain(n);
         let len = chain.len();
         // Statuses along a chain are monotone (a meeting tag below a node is below every later
@@ -334,6 +365,9 @@ impl Pick<'_> {
             }
             let mid = start + (hi - start) / 2;
             let node = cursor.at(&chain, mid).clone();
+            if !self.affordable(&node) {
+                break;
+            }
             if self.meets(&node)? {
                 hi = mid;
             } else {
@@ -344,7 +378,8 @@ impl Pick<'_> {
             self.tags.fails(cursor.at(&chain, l).clone());
         }
         self.tags.meets(cursor.at(&chain, hi).clone());
-        Ok(hi == 0)
+        let decided = lo.map_or(0, |l| l + 1) >= hi;
+        Ok(decided.then_some(hi == 0))
     }
 }
 
@@ -488,8 +523,8 @@ impl Pick<'_> {
     /// After a stop at the budget: greedy descent from the incumbent — its predecessors (one
     /// level lower in one QI) evaluated together, the best meeting one taken while it improves
     /// the incumbent — so that the node returned is a local optimum of the border. Spends at most
-    /// the whole budget (the search left it [`DESCENT_SHARE`]); true when it reached the local
-    /// optimum.
+    /// the whole budget (the search left it [`DESCENT_SHARE`]), counting only the predecessors not
+    /// evaluated yet; true when it reached the local optimum.
     fn descend(&mut self) -> Result<bool> {
         while let Some((_, current)) = self.best.clone() {
             let known = self.tags.failing_predecessors(&current);
@@ -504,7 +539,8 @@ impl Pick<'_> {
                     p
                 })
                 .collect();
-            if self.cache.evaluations() + preds.len() > self.budget.evaluations {
+            let cost: usize = preds.iter().map(|p| self.cache.cost(p)).sum();
+            if self.cache.evaluations() + cost > self.limit {
                 return Ok(false);
             }
             self.cache.evaluate(&preds)?;
@@ -583,8 +619,9 @@ fn search(
         heights: heights.clone(),
         sorted: sorted_steps(&heights, |d, l| ev.glm_bound_step(d, l)),
         best: None,
-        budget,
+        limit: budget.search_evaluations(),
     };
+    // Within any budget: it is at least the bottom's evaluation and the top's.
     let top = ev.lattice().top();
     if !s.meets(&top)? {
         return Ok(None);
@@ -600,8 +637,6 @@ fn search(
     heap.push(Reverse(key(&bottom)));
     let mut visited = 0usize;
     let mut stopped_by = None;
-    // The best-first search leaves a share of the evaluations to the descent after a stop.
-    let search_evaluations = budget.evaluations - budget.evaluations / DESCENT_SHARE;
     // The least bound of the nodes not visited when the search stopped.
     let mut left = f64::INFINITY;
     while let Some(Reverse((bits, n))) = heap.pop() {
@@ -612,7 +647,7 @@ fn search(
             break;
         }
         let queued_bytes = seen.len().saturating_mul(2 * n.len() + 96);
-        stopped_by = if s.cache.evaluations() >= search_evaluations {
+        stopped_by = if s.cache.evaluations() >= s.limit {
             Some(Limit::Evaluations)
         } else if visited >= budget.visited {
             Some(Limit::Visited)
@@ -625,13 +660,19 @@ fn search(
             left = bound;
             break;
         }
-        visited += 1;
         let meets = match s.tags.status(&n) {
-            Some(m) => m,
+            Some(m) => Some(m),
             None => s.probe(&n)?,
         };
+        // The limit can stop a probe, or leave a meeting node unevaluated: `n` is then left.
+        if meets.is_none() || meets == Some(true) && !s.affordable(&n) {
+            stopped_by = Some(Limit::Evaluations);
+            left = bound;
+            break;
+        }
+        visited += 1;
         // What to queue next: every node that may still do better is above one of them.
-        let above: Option<&[u8]> = if meets {
+        let above: Option<&[u8]> = if meets == Some(true) {
             s.meets(&n)?;
             // A coarser node can lose less only by suppressing less.
             let suppressed = s.cache.values(&n, &[Index::Suppressed]);
@@ -660,6 +701,7 @@ fn search(
     // search whose meeting nodes end their branch) is a candidate too, judged under the limit.
     let mut fallback_evaluations = 0;
     drop((heap, seen));
+    s.limit = budget.total();
     if !optimal && suppresses {
         let strict = ev.with_suppression_limit(0);
         let rule = strict.suppression_rule();
@@ -667,7 +709,11 @@ fn search(
             && let Some(p) = search(&strict, require, budget, imply)?
         {
             fallback_evaluations = p.evaluated;
-            s.meets(&p.node)?;
+            // The search left room for it (see `Budget::search_evaluations`) unless the budget
+            // is the bottom and the top, and then the fallback returns the top.
+            if s.affordable(&p.node) {
+                s.meets(&p.node)?;
+            }
         }
     }
     let local_optimum = optimal || s.descend()?;

@@ -163,6 +163,9 @@ pub struct Picked {
     pub node: Node,
     /// Nodes evaluated.
     pub evaluated: usize,
+    /// Of those, the evaluations of the pick without suppression that a pruned search stopped
+    /// under a suppression limit makes, within a budget of its own (0 otherwise).
+    pub evaluated_without_suppression: usize,
     /// Nodes meeting every requirement (known after an exhaustive pick only).
     pub feasible: Option<usize>,
     /// Size of the front the comparator chose from (comparator policies).
@@ -264,6 +267,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
             Some(p) => Ok(Picked {
                 node: p.node,
                 evaluated: p.evaluated,
+                evaluated_without_suppression: p.evaluated_without_suppression,
                 feasible: None,
                 front: None,
                 search: "pruned",
@@ -452,6 +456,7 @@ pub fn pick(ev: &Evaluator, policy: &Policy) -> Result<Picked> {
     Ok(Picked {
         node,
         evaluated: all.len(),
+        evaluated_without_suppression: 0,
         feasible: Some(feasible.len()),
         front,
         search: "exhaustive",

@@ -71,8 +71,10 @@ pub struct AnonymizeArgs {
     )]
     weights: Option<String>,
     /// With --pick --minimize glm under monotone requirements: the evaluations the pruned search
-    /// may make before it stops unproven (default: 200 million encoded rows' worth, at least 64).
-    #[arg(long, value_name = "N", requires = "pick", conflicts_with = "node", value_parser = clap::value_parser!(u64).range(1..))]
+    /// may make before it stops unproven, at least 2 (the bottom and the top node; default: 200
+    /// million encoded rows' worth, at least 64). Under a suppression limit a stopped search is
+    /// followed by the pick without suppression, within as many evaluations again.
+    #[arg(long, value_name = "N", requires = "pick", conflicts_with = "node", value_parser = clap::value_parser!(u64).range(2..))]
     pick_evaluations: Option<u64>,
     /// Which classes the suppression limit removes: `requirements` (default with --require: only
     /// the classes smaller than the required k) or `dbsec` (the papers' rule: the smallest

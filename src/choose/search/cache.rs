@@ -107,6 +107,20 @@ impl<'a> EvaluationCache<'a> {
         indices.iter().map(|&i| implied.value(i)).collect()
     }
 
+    /// The evaluations that [`Self::evaluate`] of `node` alone may add to
+    /// [`Self::evaluations`]: none when it is known, else one, and one more while the bottom
+    /// (evaluated first, as the source of roll-ups) is not evaluated.
+    pub(crate) fn cost(&self, node: &[u8]) -> usize {
+        if self.known(node) {
+            return 0;
+        }
+        let bottom_first = !node.iter().all(|&l| l == 0)
+            && !self
+                .indices
+                .contains_key(self.ev.lattice().bottom().as_slice());
+        1 + usize::from(bottom_first)
+    }
+
     /// Whether `node` was evaluated or implied, or is known to fail ([`Self::fails_k`]).
     fn known(&self, node: &[u8]) -> bool {
         self.indices.contains_key(node) || self.implied.contains_key(node) || self.fails_k(node)
