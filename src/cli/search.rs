@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use pbg::Objective;
 use pbg::error::PbgError;
-use pbg::search::{EaConfig, SearchResult, exhaustive, pbg_ea};
+use pbg::search::{EaConfig, Point, SearchResult, exhaustive, pbg_ea};
 use serde_json::{Map, Value, json};
+use std::io::Write;
 
 use super::profile_args::ProfileArgs;
 use pbg::plot;
@@ -88,34 +89,67 @@ pub fn parse_epsilon(text: &str, n: usize) -> Result<Vec<f64>, PbgError> {
     Ok(v)
 }
 
-/// The JSON form of a search result.
-pub fn result_json(r: &SearchResult, lattice: &pbg::lattice::Lattice) -> Value {
-    let front: Vec<Value> = r
-        .front
-        .iter()
-        .map(|p| {
-            let mut m = Map::new();
-            m.insert("node".into(), json!(p.node));
-            for (o, v) in r.objectives.iter().zip(&p.values) {
-                // Counts (k, l, ...) print as integers, as in every other output.
-                let v = match o.info().kind {
-                    pbg::indices::Kind::Count => json!(*v as u64),
-                    _ => json!(v),
-                };
-                m.insert(o.name().into(), v);
-            }
-            Value::Object(m)
-        })
-        .collect();
-    json!({
+/// The JSON object of one front node: its levels and its objectives' values.
+fn point_json(r: &SearchResult, p: &Point) -> Value {
+    let mut m = Map::new();
+    m.insert("node".into(), json!(p.node));
+    for (o, v) in r.objectives.iter().zip(&p.values) {
+        // Counts (k, l, ...) print as integers, as in every other output.
+        let v = match o.info().kind {
+            pbg::indices::Kind::Count => json!(*v as u64),
+            _ => json!(v),
+        };
+        m.insert(o.name().into(), v);
+    }
+    Value::Object(m)
+}
+
+/// Writes the JSON form of a search result, with `timings`, one front node at a time: a JSON
+/// tree of the whole front took some 1 GB for 552,960 nodes, several times the front itself.
+fn write_json(
+    out: &mut impl Write,
+    r: &SearchResult,
+    lattice: &pbg::lattice::Lattice,
+    timings: &Value,
+) -> std::io::Result<()> {
+    let head = json!({
         "algorithm": r.algorithm,
         "objectives": r.objectives.iter().map(Objective::name).collect::<Vec<_>>(),
         "lattice_size": pbg::evaluate::json::size_json(lattice),
         "evaluations": r.evaluations,
         "implied": r.implied,
         "probes": r.probes,
-        "front": front,
     })
+    .to_string();
+    // The head's fields, then the front and the timings in the same object.
+    out.write_all(&head.as_bytes()[..head.len() - 1])?;
+    out.write_all(b",\"front\":[")?;
+    for (i, p) in r.front.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, &point_json(r, p))?;
+    }
+    out.write_all(b"],\"timings\":")?;
+    serde_json::to_writer(&mut *out, timings)?;
+    out.write_all(b"}\n")?;
+    out.flush()
+}
+
+/// Writes the front as CSV (a header of QI and objective names, then one row per node), one
+/// node at a time.
+fn write_csv(out: &mut impl Write, header: &[String], r: &SearchResult) -> std::io::Result<()> {
+    writeln!(out, "{}", header.join(","))?;
+    for p in &r.front {
+        let levels = p.node.iter().map(|l| l.to_string());
+        let values = p.values.iter().map(|v| v.to_string());
+        writeln!(
+            out,
+            "{}",
+            levels.chain(values).collect::<Vec<_>>().join(",")
+        )?;
+    }
+    out.flush()
 }
 
 /// Runs `pbg search`.
@@ -153,23 +187,24 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
         plot::front_svg(path, &title, &objectives, &[("front", &result.front)])?;
     }
     let names: Vec<String> = ev.qi_names().iter().map(|n| n.to_string()).collect();
-    match a.format {
+    let header: Vec<String> = names
+        .iter()
+        .cloned()
+        .chain(objectives.iter().map(|o| o.name().to_string()))
+        .collect();
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = match a.format {
         Format::Json => {
-            let mut v = result_json(&result, ev.lattice());
             // Per-evaluation cost: the search's time over the nodes it evaluated.
-            v["timings"] = json!({
+            let timings = json!({
                 "read_s": read_s,
                 "search_s": search_s,
                 "ms_per_evaluation": 1e3 * search_s / result.evaluations.max(1) as f64,
             });
-            println!("{v}");
+            write_json(&mut stdout, &result, ev.lattice(), &timings)
         }
-        Format::Csv | Format::Table => {
-            let header: Vec<String> = names
-                .iter()
-                .cloned()
-                .chain(objectives.iter().map(|o| o.name().to_string()))
-                .collect();
+        Format::Csv => write_csv(&mut stdout, &header, &result),
+        Format::Table => {
             let rows: Vec<Vec<String>> = result
                 .front
                 .iter()
@@ -181,23 +216,20 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
                         .collect()
                 })
                 .collect();
-            if matches!(a.format, Format::Csv) {
-                println!("{}", header.join(","));
-                for row in &rows {
-                    println!("{}", row.join(","));
-                }
-            } else {
-                print!("{}", super::output::aligned_table(&header, &rows));
-                println!(
+            write!(stdout, "{}", super::output::aligned_table(&header, &rows)).and_then(|()| {
+                writeln!(
+                    stdout,
                     "# {}: {} nodes on the front, {} of {} nodes evaluated ({} of them implied by a coarser node's singleton tuples)",
                     result.algorithm,
                     result.front.len(),
                     result.evaluations,
                     result.lattice_size,
                     result.implied
-                );
-            }
+                )
+            })
         }
-    }
-    Ok(())
+    };
+    written
+        .and_then(|()| stdout.flush())
+        .map_err(|e| anyhow::anyhow!("writing the search result to standard output: {e}"))
 }
