@@ -342,3 +342,24 @@ fn search_table_is_aligned() {
     );
     assert!(!text.contains('\t') && !text.contains(" 3.0 "), "{text}");
 }
+
+/// A search whose result cannot be written (standard output on a full device) fails with an
+/// error naming standard output, in every format, instead of a panic.
+#[test]
+fn search_output_failure_is_an_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    for format in ["json", "csv", "table"] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .current_dir(crate::common::repo("."))
+            .args(["search", "datasets/t1/t1.toml", "--objectives", "k,glm"])
+            .args(["--format", format])
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{format}");
+        assert!(err.contains("standard output") && !err.contains("panicked"), "{format}: {err}");
+    }
+}
