@@ -360,6 +360,9 @@ fn search_output_failure_is_an_error() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{format}");
-        assert!(err.contains("standard output") && !err.contains("panicked"), "{format}: {err}");
+        assert!(
+            err.contains("standard output") && !err.contains("panicked"),
+            "{format}: {err}"
+        );
     }
 }

@@ -316,6 +316,13 @@ fn a_pick_budget_reports_a_lower_bound_that_holds() {
         assert!(count("evaluated") - without <= budget, "{budget}: {r}");
         assert!(without <= budget, "{budget}: {r}");
         assert!(r["indices"]["k"].as_f64().unwrap() >= 5.0, "{r}");
+        if budget == 2 {
+            let note = r["pick"]["note"].as_str().unwrap();
+            assert!(
+                note.contains("2 evaluations (the bottom and the top"),
+                "{note}"
+            );
+        }
     }
     // Less than the bottom and the top is refused.
     for budget in ["0", "1"] {

@@ -134,6 +134,9 @@ impl Limit {
     pub fn describe(self, budget: Budget) -> String {
         match self {
             // The search stops at its share; the rest is the greedy descent's.
+            Limit::Evaluations if budget.total() == MIN_BUDGET => {
+                format!("{MIN_BUDGET} evaluations (the bottom and the top, no greedy descent)")
+            }
             Limit::Evaluations => format!(
                 "{} evaluations, {} of them for the search and the rest for a greedy descent",
                 budget.total(),
