@@ -17,6 +17,9 @@ pub struct AtomicFile {
     syncing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
+/// Temporary files this process has named: each output's number is its own.
+static TEMPORARY_FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl AtomicFile {
     /// Plans an atomic write of `target`; the temporary file lives in the same directory so that
     /// the final rename cannot cross file systems.
@@ -82,17 +85,21 @@ impl AtomicFile {
         }
         refuse_special_target(target)?;
         // Keep the extension last so format detection by extension still works on the temp file.
-        // A name already taken (by an input named so, or another output of this run) is never
-        // written over: the next free one is used.
+        // A name already taken (by an input named so) is never written over: the next free one
+        // is used. Each output of the process numbers its own: two threads of one process
+        // (Python) writing the same output took the same free name, and one verified the
+        // other's release.
         let ext = extension(target);
         let pid = std::process::id();
-        let temp = (0..)
-            .map(|n| match n {
+        let temp = loop {
+            let temp = match TEMPORARY_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
                 0 => dir.join(format!(".{name}.pbg-tmp-{pid}.{ext}")),
                 n => dir.join(format!(".{name}.pbg-tmp-{pid}-{n}.{ext}")),
-            })
-            .find(|t| std::fs::symlink_metadata(t).is_err())
-            .unwrap_or_else(|| dir.join(format!(".{name}.pbg-tmp-{pid}.{ext}")));
+            };
+            if std::fs::symlink_metadata(&temp).is_err() {
+                break temp;
+            }
+        };
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,
@@ -483,6 +490,8 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
+    use std::sync::atomic::Ordering;
 
     /// A named pipe made where the output goes while the run writes is not replaced: the commit
     /// looks again, fails naming it, and leaves the pipe and no temporary file.
@@ -522,10 +531,19 @@ mod tests {
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path();
         let target = dir.join("out.csv");
-        let taken = dir.join(format!(".out.csv.pbg-tmp-{}.csv", std::process::id()));
-        std::fs::write(&taken, "user data\n").unwrap();
+        // The names the next outputs of this process would take (tests in other threads plan
+        // outputs too).
+        let (pid, next) = (std::process::id(), TEMPORARY_FILES.load(Ordering::Relaxed));
+        for n in next..next + 64 {
+            let name = match n {
+                0 => format!(".out.csv.pbg-tmp-{pid}.csv"),
+                n => format!(".out.csv.pbg-tmp-{pid}-{n}.csv"),
+            };
+            std::fs::write(dir.join(name), "user data\n").unwrap();
+        }
+        let taken = dir.join(format!(".out.csv.pbg-tmp-{pid}-{}.csv", next + 1));
         let file = AtomicFile::new(&target).unwrap();
-        assert_ne!(file.temp_path(), taken.as_path());
+        assert!(std::fs::read_to_string(file.temp_path()).is_err());
         std::fs::write(file.temp_path(), "partial").unwrap();
         drop(file);
         assert_eq!(std::fs::read_to_string(&taken).unwrap(), "user data\n");
@@ -534,6 +552,23 @@ mod tests {
         file.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&taken).unwrap(), "user data\n");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "release\n");
+    }
+
+    /// Outputs of one target planned at once in one process (threads of a Python program) each
+    /// get a temporary file of their own: they took the same name, and one run verified and
+    /// renamed the other's release.
+    #[test]
+    fn outputs_planned_at_once_get_their_own_temporary_files() {
+        let scratch = tempfile::tempdir().unwrap();
+        let target = scratch.path().join("out.csv");
+        let files: Vec<AtomicFile> = std::thread::scope(|s| {
+            let planned: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| AtomicFile::new(&target).unwrap()))
+                .collect();
+            planned.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let temps: HashSet<&Path> = files.iter().map(|f| f.temp_path()).collect();
+        assert_eq!(temps.len(), 8);
     }
 
     /// A file synced in the background while it is read, then committed: the target holds it
