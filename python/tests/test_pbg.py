@@ -341,3 +341,25 @@ def test_leading_zeros_kept_as_written(tmp_path):
     assert report["verified"] is True
     lines = out.read_text(encoding="utf-8").splitlines()
     assert [line.split(",")[0] for line in lines[1:]] == ["007", "07", "7", "007"]
+
+
+
+def test_release_of_a_session_table_is_of_the_rows_its_statistics_counted(tmp_path):
+    """A session table is read once when the release is planned: rewritten before the release
+    runs (same leaves, fewer rows), it was released under the old statistics with classes of one
+    row where k>=3 was required (an attack round)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "a.csv").write_text("zip,job\n13051,a\n13052,b\n13053,c\n13261,a\n13262,b\n13263,c\n")
+    ctx = datafusion.SessionContext()
+    pbg.register(ctx)
+    schema = pa.schema([("zip", pa.string()), ("job", pa.string())])
+    ctx.register_csv("people", f"{lake.as_posix()}/", schema=schema)
+    toml = 'table = "people"\nsensitive = "job"\n[[qi]]\nname = "zip"\nhierarchy = { type = "mask", steps = 3 }\n'
+    ctx.sql(f"SELECT * FROM pbg_profile('p', $${toml}$$)").collect()
+    df = ctx.sql("SELECT * FROM pbg_anonymize('p', 'pick', 'k>=3,l>=3', 'glm')")
+    (lake / "a.csv").write_text("zip,job\n13051,a\n13261,a\n13262,b\n13263,c\n")
+    released = pl.from_arrow(df.to_arrow_table())
+    classes = released.group_by("zip").agg(pl.len().alias("n"), pl.col("job").n_unique().alias("l"))
+    assert classes["n"].min() >= 3 and classes["l"].min() >= 3, classes
+    assert released.height == 6

@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{Result, plan_err};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::DataFrame;
 
 use super::pinned_input::pin_scans;
 use super::registry::Registry;
@@ -30,6 +32,14 @@ use crate::policy::{Policy, PolicyText, pick};
 use crate::release::{release_plan, same_columns};
 
 const NAME: &str = "pbg_anonymize";
+
+/// `df`'s rows as they are now, in a memory table of `ctx`.
+fn snapshot(ctx: &datafusion::prelude::SessionContext, df: DataFrame) -> Result<DataFrame> {
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let batches = block_on(df.collect()).map_err(|e| plan(NAME, e))??;
+    let table = MemTable::try_new(schema, vec![batches])?;
+    ctx.read_table(Arc::new(table))
+}
 
 /// The `pbg_anonymize` table function.
 #[derive(Debug)]
@@ -72,7 +82,14 @@ impl TableFunctionImpl for PbgAnonymizeFunc {
         // On a cluster the pins are checked on the client when a query is sent, and the
         // scheduler is given the tables below them (`cluster_pins`).
         let table = profile.input.as_path().display().to_string();
-        let df = pin_scans(&ctx, NAME, &table, df)?;
+        let (mut df, unpinned) = pin_scans(&ctx, NAME, &table, df)?;
+        if unpinned {
+            // A table whose rows cannot be pinned (another library's, such as a datafusion-python
+            // table through datafusion-ffi) is read once, now, into memory: the statistics and
+            // the release are then of the same rows. Read twice, a file rewritten in between
+            // was released under the old statistics, with classes below the k required.
+            df = snapshot(&ctx, df)?;
+        }
         let mut ev = match &profile.input {
             // A table's name is looked up again by a new open: read the statistics through this
             // plan, whose tables the release reads (a `CREATE OR REPLACE` in between would

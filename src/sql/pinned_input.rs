@@ -252,15 +252,17 @@ impl PinnedInput {
 
 /// `df` over its tables pinned as they are now: every scan in its plan, for a registered table
 /// may be a view (inlined, its scans below) over several tables. A table nothing can be pinned
-/// in is scanned as it is. `function` and `table` name them in refusals.
+/// in is scanned as it is, and the second value says there was one. `function` and `table` name
+/// them in refusals.
 pub(super) fn pin_scans(
     ctx: &SessionContext,
     function: &'static str,
     table: &str,
     df: DataFrame,
-) -> Result<DataFrame> {
+) -> Result<(DataFrame, bool)> {
     let state = ctx.state();
     let uses_order = super::steady_input::uses_row_order(df.logical_plan())?;
+    let mut unpinned = false;
     let pinned = df
         .logical_plan()
         .clone()
@@ -278,10 +280,13 @@ pub(super) fn pin_scans(
                     scan.source = provider_as_source(Arc::new(table));
                     Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
                 }
-                None => Ok(Transformed::no(node)),
+                None => {
+                    unpinned = true;
+                    Ok(Transformed::no(node))
+                }
             }
         })?;
-    Ok(DataFrame::new(state, pinned.data))
+    Ok((DataFrame::new(state, pinned.data), unpinned))
 }
 
 /// The files the file scans of `plan` read: name (as [`file_name`] gives it), size and
