@@ -236,6 +236,21 @@ pub fn anonymize_in(
             }
         }
     }
+    if format != OutputFormat::Csv {
+        for (i, f) in dataset.schema.fields().iter().enumerate() {
+            let qi = dataset.qis.iter().any(|q| &q.name == f.name());
+            if !qi && !dataset.identifiers.contains(&i) && parquet_cannot_hold(f.data_type()) {
+                return Err(PbgError::argument(
+                    "output",
+                    format!(
+                        "column `{}` is of type {}, which the Parquet writer cannot hold: cast it (a dictionary of views to plain text, say), write .csv, or drop it as an identifier",
+                        f.name(),
+                        f.data_type()
+                    ),
+                ));
+            }
+        }
+    }
     let ev = Evaluator::new(Arc::new(dataset))?;
     let t1 = Instant::now();
     stage("choosing the node");
@@ -312,6 +327,28 @@ pub fn anonymize_in(
             total_s: secs(start, t4),
         },
     })
+}
+
+/// Whether arrow's Parquet writer panics on a column of type `t` (it does not refuse it): a union
+/// anywhere in it, or a dictionary of text or binary views (polars' categorical columns).
+fn parquet_cannot_hold(t: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType;
+    match t {
+        DataType::Union(..) => true,
+        DataType::Dictionary(_, v) => {
+            matches!(v.as_ref(), DataType::Utf8View | DataType::BinaryView)
+                || parquet_cannot_hold(v)
+        }
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => parquet_cannot_hold(f.data_type()),
+        DataType::RunEndEncoded(_, v) => parquet_cannot_hold(v.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| parquet_cannot_hold(f.data_type())),
+        _ => false,
+    }
 }
 
 /// Pass 2: opens the input afresh in `ctx` and writes the release of `node` to `path`; returns
