@@ -153,6 +153,24 @@ def _is_arrow(value: Any) -> bool:
     return hasattr(value, "__arrow_c_stream__")
 
 
+def _no_pandas_index(value: Any, what: str) -> None:
+    """Refuses a pandas DataFrame whose index its Arrow stream would carry as a column: a named
+    index (`set_index("name")`), or the row numbers of a filtered frame (`__index_level_0__`),
+    was released raw beside the declared columns."""
+    if not type(value).__module__.startswith("pandas"):
+        return
+    index = getattr(value, "index", None)
+    if index is None or type(index).__name__ == "RangeIndex":
+        return
+    names = [n for n in getattr(index, "names", []) if n is not None]
+    named = f" ({', '.join(map(str, names))})" if names else ""
+    raise PbgError(
+        f"profile: {what}: the pandas DataFrame's index{named} would be read as a column and "
+        "released as it is: reset_index() to make it a column the profile declares, or "
+        "reset_index(drop=True) to drop it"
+    )
+
+
 class Profile:
     """A pbg profile: the input, the quasi-identifiers with their hierarchies, the sensitive
     attribute and the rest of what the CLI reads from a TOML profile.
@@ -223,6 +241,7 @@ class Profile:
         if isinstance(input, (str, os.PathLike)):
             return f"input = {_toml(os.path.abspath(os.fspath(input)))}"
         if _is_arrow(input):
+            _no_pandas_index(input, "input")
             self._tables[_INPUT] = input
             return f"table = {_toml(_INPUT)}"
         raise PbgError(
@@ -234,6 +253,7 @@ class Profile:
         if isinstance(hierarchy, (str, os.PathLike)):
             return _toml(os.path.abspath(os.fspath(hierarchy)))
         if _is_arrow(hierarchy):
+            _no_pandas_index(hierarchy, f"hierarchy of `{column}`")
             table = f"__pbg_hierarchy_{len(self._tables)}"
             self._tables[table] = hierarchy
             return _toml({"type": "sql", "table": table})

@@ -343,7 +343,6 @@ def test_leading_zeros_kept_as_written(tmp_path):
     assert [line.split(",")[0] for line in lines[1:]] == ["007", "07", "7", "007"]
 
 
-
 def test_release_of_a_session_table_is_of_the_rows_its_statistics_counted(tmp_path):
     """A session table is read once when the release is planned: rewritten before the release
     runs (same leaves, fewer rows), it was released under the old statistics with classes of one
@@ -385,3 +384,17 @@ def test_columns_the_parquet_writer_cannot_hold_raise(tmp_path):
     report = pbg.anonymize(profile, tmp_path / "o.csv", node=[1])
     assert report["verified"] is True
     assert (tmp_path / "o.csv").read_text().splitlines()[1:] == ["1305*,u,a", "1326*,v,b"]
+
+
+def test_pandas_index_refused_not_released():
+    """A pandas index is carried by the frame's Arrow stream as a column: a named index (names of
+    people) or a filtered frame's row numbers were released raw. Refused, naming the way out; a
+    default index is fine."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"name": ["Alice", "Bob"], "zip": ["13053", "13268"], "job": ["a", "b"]})
+    qis = {"zip": {"type": "mask", "steps": 3}}
+    for bad in [frame.set_index("name"), frame[frame["zip"] != "x"].iloc[[1, 0]]]:
+        with pytest.raises(pbg.PbgError, match="index.*reset_index"):
+            pbg.Profile(input=bad, qis=qis, sensitive="job")
+    pbg.Profile(input=frame.drop(columns="name"), qis=qis, sensitive="job")
