@@ -2309,8 +2309,8 @@ fn an_empty_label_in_an_inline_hierarchy_is_refused() {
 }
 
 /// A column passed through raw whose name differs from a QI's only by case or spaces (`ZIP`
-/// beside the QI `zip`) is named in a note on stderr: most likely the same attribute, released
-/// raw. The release itself goes on (only exact names are roles).
+/// beside the QI `zip`) is named in a note on stderr and in the report's `notes`: most likely the
+/// same attribute, released raw. The release itself goes on (only exact names are roles).
 #[test]
 fn look_alike_columns_of_a_qi_are_noted() {
     let dir = tempfile::tempdir().unwrap();
@@ -2338,6 +2338,14 @@ fn look_alike_columns_of_a_qi_are_noted() {
         );
     }
     assert!(err.contains("QI `zip`"), "{err}");
+    // The report carries the same notes (every face reads them there).
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let notes = report["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 3, "{report}");
+    assert!(
+        notes.iter().all(|n| err.contains(n.as_str().unwrap())),
+        "{report}"
+    );
 }
 
 /// A nested column holding a field named like a QI (`info.Age` beside the QI `age`) is named in

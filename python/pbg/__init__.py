@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -405,7 +406,8 @@ def anonymize(
     """Releases the profile's input at ``node`` or at the node a policy picks (``pick="measure"``
     with ``require="k>=10,l>=3"`` and ``minimize="glm"``, as the CLI's flags) to ``output`` (a
     ``.csv`` or ``.parquet`` file, written atomically and verified before it is renamed). Returns
-    the CLI's JSON report as a dict."""
+    the CLI's JSON report as a dict; its ``notes`` (a column released raw whose name looks like a
+    QI's, a type other Parquet readers read differently) are also issued as warnings."""
     engine = _profile(profile)._engine()
     report = engine.anonymize(
         _PROFILE,
@@ -421,4 +423,7 @@ def anonymize(
         weights=weights,
         suppression_rule=suppression_rule,
     )
-    return json.loads(report)
+    report = json.loads(report)
+    for note in report.get("notes", []):
+        warnings.warn(f"pbg: {note}", UserWarning, stacklevel=2)
+    return report

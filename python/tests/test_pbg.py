@@ -398,3 +398,15 @@ def test_pandas_index_refused_not_released():
         with pytest.raises(pbg.PbgError, match="index.*reset_index"):
             pbg.Profile(input=bad, qis=qis, sensitive="job")
     pbg.Profile(input=frame.drop(columns="name"), qis=qis, sensitive="job")
+
+
+def test_release_notes_reach_python(tmp_path):
+    """The notes the CLI prints (a raw column named like a QI apart from case) are in the report
+    and issued as warnings: Python users got none."""
+    table = pa.table({"zip": ["13053", "13268"], "ZIP": ["13053", "13268"], "job": ["a", "b"]})
+    profile = pbg.Profile(input=table, qis={"zip": {"type": "mask", "steps": 3}}, sensitive="job")
+    with pytest.warns(UserWarning, match="column `ZIP` is released as it is"):
+        report = pbg.anonymize(profile, tmp_path / "o.csv", node=[1])
+    assert any("`ZIP`" in n for n in report["notes"])
+    quiet = pbg.anonymize(ARX7, tmp_path / "q.csv", node="1,1,1,1,1,1,1")
+    assert quiet["notes"] == []

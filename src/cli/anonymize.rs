@@ -156,18 +156,8 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
     let stages = super::progress::Stages::new("anonymize");
     // What the page needs from the engine, while it holds the statistics.
     let gather = |ev: &pbg::Evaluator, node: &pbg::Node| {
-        for note in pbg::release::look_alike_columns(ev.dataset()) {
+        for note in pbg::release::release_notes(ev.dataset(), &a.output) {
             eprintln!("pbg: note: {note}");
-        }
-        if release
-            && matches!(
-                pbg::io::OutputFormat::of(&a.output),
-                Ok(pbg::io::OutputFormat::Parquet)
-            )
-        {
-            for note in pbg::release::parquet_caveats(ev.dataset()) {
-                eprintln!("pbg: note: {note}");
-            }
         }
         if a.report.is_some() {
             *facts.lock().unwrap_or_else(|e| e.into_inner()) =

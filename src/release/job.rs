@@ -140,14 +140,18 @@ impl Job {
     ) -> Result<Value> {
         let policy = self.policy(profile)?;
         let picked = Mutex::new(None);
+        let notes = Mutex::new(Vec::new());
         let choose = |ev: &Evaluator| {
             let node = self.choose(ev, policy.as_ref(), &picked)?;
+            *notes.lock().unwrap_or_else(|e| e.into_inner()) =
+                super::release_notes(ev.dataset(), output);
             on_node(ev, &node)?;
             Ok(node)
         };
         let summary = anonymize_in(ctx, profile, &choose, output, stage)?;
-        let report = serde_json::to_value(&summary)
+        let mut report = serde_json::to_value(&summary)
             .map_err(|e| PbgError::argument("report", e.to_string()))?;
+        report["notes"] = json!(notes.into_inner().unwrap_or_else(|e| e.into_inner()));
         finish(report, &summary.indices, profile, picked)
     }
 

@@ -22,7 +22,7 @@ pub use job::{Job, suppression_rule};
 pub use kept::{KEEP_LIMIT, KeptBatch, KeptRows, write_kept_csv};
 pub use kept_table::write_kept_release;
 pub use plan::{
-    look_alike_columns, parquet_caveats, release_frame, release_plan, same_columns,
+    look_alike_columns, parquet_caveats, release_frame, release_notes, release_plan, same_columns,
     suppressed_classes,
 };
 pub use stream::write_streamed_csv;

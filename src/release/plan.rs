@@ -167,6 +167,20 @@ pub fn parquet_caveats(ds: &crate::encode::Dataset) -> Vec<String> {
         .collect()
 }
 
+/// Every note on a release of `ds` to `output` ([`look_alike_columns`], and for a Parquet
+/// release [`parquet_caveats`]): the CLI prints them, and the report of [`super::Job::run`]
+/// carries them to every face (the Python module had none).
+pub fn release_notes(ds: &crate::encode::Dataset, output: &std::path::Path) -> Vec<String> {
+    let mut notes = look_alike_columns(ds);
+    if matches!(
+        crate::io::OutputFormat::of(output),
+        Ok(crate::io::OutputFormat::Parquet)
+    ) {
+        notes.extend(parquet_caveats(ds));
+    }
+    notes
+}
+
 /// The release of `node` over `df` (the profile's input, opened afresh): the plan, unexecuted.
 /// `ev` holds the statistics of that input.
 pub fn release_frame(df: DataFrame, ev: &Evaluator, node: &[u8]) -> Result<DataFrame> {
