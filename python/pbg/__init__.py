@@ -312,14 +312,17 @@ class Profile:
             raise PbgError(f"{path}: {e.strerror}") from e
         except UnicodeDecodeError as e:
             raise PbgError(f"{path}: not UTF-8 text (byte {e.start}): a profile is TOML") from e
-        return cls.from_toml(text, os.path.dirname(os.path.abspath(path)), input)
+        profile = cls.from_toml(text, os.path.dirname(os.path.abspath(path)), input)
+        profile._file = os.path.abspath(path)
+        return profile
 
     def _engine(self) -> Any:
         """A fresh pbg session with this profile declared and its Arrow tables registered."""
         engine = _pbg.Engine()
         for name, data in self._tables.items():
             engine.register_arrow(name, data)
-        engine.declare(_PROFILE, self.toml, self.base_dir, self._input_table, self._input_path)
+        file = getattr(self, "_file", None)
+        engine.declare(_PROFILE, self.toml, self.base_dir, self._input_table, self._input_path, file)
         return engine
 
     def __repr__(self) -> str:

@@ -38,10 +38,17 @@ class Engine:
     def register_arrow(self, name: str, data: Any) -> None:
         """Registers Arrow data (``__arrow_c_stream__``) as table ``name``, without a copy."""
     def declare(
-        self, name: str, toml: str, base: str, table: str | None = None, path: str | None = None
+        self,
+        name: str,
+        toml: str,
+        base: str,
+        table: str | None = None,
+        path: str | None = None,
+        file: str | None = None,
     ) -> None:
         """Declares profile ``name`` from TOML text (relative paths against ``base``), reading
-        table ``table`` or ``path`` instead of its own input when given."""
+        table ``table`` or ``path`` instead of its own input when given; ``file`` is the profile's
+        file (named in messages, never written over)."""
     def sql(self, query: str) -> ArrowStream:
         """Runs SQL in the session."""
     def evaluate(self, name: str, node: str) -> str:

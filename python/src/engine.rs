@@ -85,8 +85,9 @@ impl Engine {
 
     /// Declares profile `name` from TOML text whose relative paths are relative to `base`; with
     /// `table` (or `path`), the profile reads that registered table (or path) instead of its own
-    /// input.
-    #[pyo3(signature = (name, toml, base, table=None, path=None))]
+    /// input. `file` is the profile's file when it was read from one: messages name it, and no
+    /// output may replace it (a release written over its own profile was not refused).
+    #[pyo3(signature = (name, toml, base, table=None, path=None, file=None))]
     fn declare(
         &self,
         name: &str,
@@ -94,10 +95,10 @@ impl Engine {
         base: &str,
         table: Option<String>,
         path: Option<String>,
+        file: Option<String>,
     ) -> PyResult<()> {
-        let mut profile =
-            Profile::from_toml_str(toml, Path::new(base), &format!("profile '{name}'"))
-                .map_err(pbg)?;
+        let origin = file.unwrap_or_else(|| format!("profile '{name}'"));
+        let mut profile = Profile::from_toml_str(toml, Path::new(base), &origin).map_err(pbg)?;
         if let Some(t) = table {
             profile.input = pbg::input::Input::Table(t);
         }

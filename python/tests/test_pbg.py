@@ -410,3 +410,16 @@ def test_release_notes_reach_python(tmp_path):
     assert any("`ZIP`" in n for n in report["notes"])
     quiet = pbg.anonymize(ARX7, tmp_path / "q.csv", node="1,1,1,1,1,1,1")
     assert quiet["notes"] == []
+
+
+def test_output_over_the_profile_file_refused(tmp_path):
+    """A release written over its own profile file is refused, as by the CLI: the profile's path
+    was dropped on the way to the engine, and the profile was replaced by the release."""
+    base = ARX7.parent.as_posix()
+    text = ARX7.read_text().replace('"adult.csv"', f'"{base}/adult.csv"')
+    text = text.replace('"arx-hierarchies/', f'"{base}/arx-hierarchies/')
+    profile = tmp_path / "profile.csv"
+    profile.write_text(text)
+    with pytest.raises(pbg.PbgError, match="is the profile file"):
+        pbg.anonymize(profile, profile, node="1,1,1,1,1,1,1")
+    assert profile.read_text() == text
