@@ -2744,6 +2744,10 @@ fn a_parquet_release_declares_the_input_types() {
                 Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef,
             ),
             ("d64", days),
+            (
+                "ts",
+                Arc::new(arrow::array::TimestampSecondArray::from(vec![0, 1, 2, 3])) as ArrayRef,
+            ),
         ],
     );
     let p = profile(dir.path(), input.to_str().unwrap(), false, "");
@@ -2762,10 +2766,14 @@ fn a_parquet_release_declares_the_input_types() {
     // A Date64 is kept, and named: Parquet stores it as plain integers for other readers.
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("column `d64` is a Date64"), "{err}");
+    assert!(
+        err.contains("column `ts` is a timestamp in seconds"),
+        "{err}"
+    );
     assert!(!err.contains("column `d` is"), "{err}");
     let released = read_parquet(&out);
     let input = read_parquet(&input);
-    for name in ["disease", "t", "lt", "d", "n", "d64"] {
+    for name in ["disease", "t", "lt", "d", "n", "d64", "ts"] {
         assert_eq!(
             released.schema().field_with_name(name).unwrap().data_type(),
             input.schema().field_with_name(name).unwrap().data_type(),

@@ -144,25 +144,29 @@ fn nested_fields(t: &arrow::datatypes::DataType, at: &str, out: &mut Vec<(String
 }
 
 /// Notes on columns a Parquet release keeps that other readers will not read as pbg writes
-/// them: `Date64`, which Parquet stores as plain 64-bit integers (arrow-rs writes no date type
-/// for it, and DataFusion's writer does not ask it to coerce), so that pyarrow, Spark or DuckDB
-/// read integers where DataFusion reads dates (pyarrow writes its `date64` as a Parquet date,
-/// which DataFusion then reads as `Date64`).
+/// them. Parquet has no type for a `Date64`, nor for a timestamp or time of day in seconds, so
+/// arrow-rs stores them as plain integers (DataFusion's writer does not ask it to coerce) and
+/// only its own schema, which DataFusion and arrow-rs read, says what they are: pyarrow, Spark or
+/// DuckDB read integers (pyarrow writes its `date64` as a Parquet date, which DataFusion then
+/// reads as `Date64`; an attack round found `timestamp[s]` read back by pyarrow as epoch seconds).
 pub fn parquet_caveats(ds: &crate::encode::Dataset) -> Vec<String> {
+    use datafusion::arrow::datatypes::{DataType, TimeUnit};
     ds.schema
         .fields()
         .iter()
         .enumerate()
-        .filter(|(i, f)| {
-            !ds.identifiers.contains(i)
-                && !ds.qis.iter().any(|q| q.name == *f.name())
-                && *f.data_type() == datafusion::arrow::datatypes::DataType::Date64
-        })
-        .map(|(_, f)| {
-            format!(
-                "column `{}` is a Date64, which the Parquet release stores as plain 64-bit integers (milliseconds): DataFusion and Arrow's Rust reader read dates, but pyarrow, Spark or DuckDB read integers; a CSV release keeps its text",
+        .filter(|(i, f)| !ds.identifiers.contains(i) && !ds.qis.iter().any(|q| q.name == *f.name()))
+        .filter_map(|(_, f)| {
+            let (what, unit) = match f.data_type() {
+                DataType::Date64 => ("a Date64", "milliseconds"),
+                DataType::Timestamp(TimeUnit::Second, _) => ("a timestamp in seconds", "seconds since 1970"),
+                DataType::Time32(TimeUnit::Second) => ("a time of day in seconds", "seconds"),
+                _ => return None,
+            };
+            Some(format!(
+                "column `{}` is {what}, which the Parquet release stores as plain integers ({unit}): DataFusion and Arrow's Rust reader read its type, but pyarrow, Spark or DuckDB read integers; a CSV release keeps its text",
                 f.name()
-            )
+            ))
         })
         .collect()
 }
