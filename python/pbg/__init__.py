@@ -141,8 +141,17 @@ def _toml(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, (str, os.PathLike)):
-        # JSON's escapes are TOML's basic-string escapes (non-ASCII left as written).
-        return json.dumps(os.fspath(value), ensure_ascii=False)
+        text = os.fspath(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise PbgError(
+                f"profile: {text!r} is not Unicode text (a lone surrogate at {e.start}): names and "
+                "values must be UTF-8"
+            ) from None
+        # JSON's escapes are TOML's basic-string escapes (non-ASCII left as written); TOML also
+        # forbids DEL raw (a column named with it gave a TOML error about a profile never written).
+        return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
     if isinstance(value, Iterable):

@@ -423,3 +423,14 @@ def test_output_over_the_profile_file_refused(tmp_path):
     with pytest.raises(pbg.PbgError, match="is the profile file"):
         pbg.anonymize(profile, profile, node="1,1,1,1,1,1,1")
     assert profile.read_text() == text
+
+
+def test_odd_column_names_in_keyword_profiles():
+    """A column named with DEL is written into the profile's TOML escaped (it gave a TOML parse
+    error about a profile the user never wrote); a lone surrogate is a PbgError, not a
+    UnicodeEncodeError."""
+    table = pa.table({"zip\x7f": ["13053", "13268"], "job": ["a", "b"]})
+    profile = pbg.Profile(input=table, qis={"zip\x7f": {"type": "mask", "steps": 3}}, sensitive="job")
+    assert pbg.evaluate(profile, [3])["k"] == 2
+    with pytest.raises(pbg.PbgError, match="surrogate"):
+        pbg.Profile(input=table, qis={"zip\ud800": {"type": "mask", "steps": 3}}, sensitive="job")
