@@ -434,3 +434,17 @@ def test_odd_column_names_in_keyword_profiles():
     assert pbg.evaluate(profile, [3])["k"] == 2
     with pytest.raises(pbg.PbgError, match="surrogate"):
         pbg.Profile(input=table, qis={"zip\ud800": {"type": "mask", "steps": 3}}, sensitive="job")
+
+
+def test_dictionary_null_values_are_nulls(tmp_path):
+    """A dictionary whose values hold a null has null rows: named by their row, and taken by
+    `null_as` (they were the text "", refused at "data row 0" even with `null_as`)."""
+    zips = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 1], pa.int32()), pa.array(["13053", None]))
+    table = pa.table({"zip": zips, "job": ["a", "b", "a", "b"]})
+    qis = {"zip": {"13053": ["*"], "X": ["*"]}}
+    with pytest.raises(pbg.PbgError, match="null at data row 2"):
+        pbg.anonymize(pbg.Profile(input=table, qis=qis, sensitive="job"), tmp_path / "o.csv", node=[1])
+    profile = pbg.Profile(input=table, qis=qis, sensitive="job", null_as={"zip": "X"})
+    report = pbg.anonymize(profile, tmp_path / "o.csv", node=[0])
+    assert report["verified"] is True
+    assert (tmp_path / "o.csv").read_text().splitlines() == ["zip,job", "13053,a", "X,b", "13053,a", "X,b"]

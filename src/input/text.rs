@@ -91,8 +91,14 @@ pub fn text_column(column: &ArrayRef) -> Result<TextColumn> {
     };
     let dict = dict.as_dictionary::<UInt32Type>();
     let values = utf8_of(dict.values())?;
+    // A key to a null value is a null row (arrow's logical nulls): read by its key alone, it was
+    // the text "" (past `null_as`, and refused as "value ``" with no row).
+    let keys = match dict.values().null_count() {
+        0 => dict.keys().clone(),
+        _ => arrow::array::UInt32Array::new(dict.keys().values().clone(), dict.logical_nulls()),
+    };
     Ok(TextColumn {
-        keys: dict.keys().clone(),
+        keys,
         values: values.as_string::<i32>().clone(),
     })
 }
@@ -409,6 +415,21 @@ mod tests {
             keys: dict.keys().clone(),
             values: values.as_string::<i32>().clone(),
         }
+    }
+
+    /// A dictionary whose values hold a null has null rows where its keys point at it (the rows
+    /// were read as the text "", past `null_as`, refused with no row named).
+    #[test]
+    fn a_key_to_a_null_value_is_a_null_row() {
+        use arrow::array::{DictionaryArray, Int32Array};
+        let values = StringArray::from(vec![Some("13053"), None]);
+        let keys = Int32Array::from(vec![Some(0), Some(1), None, Some(1)]);
+        let column: ArrayRef = Arc::new(DictionaryArray::try_new(keys, Arc::new(values)).unwrap());
+        let text = text_column(&column).unwrap();
+        assert_eq!(
+            texts(&text),
+            vec![Some("13053".to_string()), None, None, None]
+        );
     }
 
     /// A table made with room for any number of texts keys a column as one grown from 64 slots:
