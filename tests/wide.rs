@@ -258,6 +258,36 @@ fn a_hundred_qis_evaluate_and_pick() {
     assert!(r["indices"]["k"].as_u64().unwrap() >= 2, "{r}");
 }
 
+/// A descent with room for fewer evaluations than the node has predecessors tries those of
+/// least bound that fit: on 20 QIs a budget of 4 (one evaluation for the descent) returned the
+/// top node (GLM rows x QIs), which any meeting predecessor improves.
+#[test]
+fn a_short_descent_still_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = generate(dir.path(), 20, 3000, 3);
+    let out = dir.path().join("r.parquet");
+    let r = crate::common::pbg_json(&[
+        "anonymize",
+        profile.to_str().unwrap(),
+        "--pick",
+        "--require",
+        "k>=5",
+        "--pick-evaluations",
+        "4",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r["verified"], serde_json::json!(true), "{r}");
+    let glm = r["indices"]["glm"].as_f64().unwrap();
+    assert!(glm < 3000.0 * 20.0, "{r}");
+    let without = r["pick"]["evaluated_without_suppression"].as_u64().unwrap();
+    assert!(
+        r["pick"]["evaluated"].as_u64().unwrap() - without <= 4,
+        "{r}"
+    );
+    assert_eq!(r["pick"]["optimal"], serde_json::json!(false), "{r}");
+}
+
 /// A pruned pick stopped by `--pick-evaluations` says so, meets the requirements, and its GLM
 /// lower bound holds: the proven optimum of a run with a budget large enough lies between the
 /// stopped run's bound and its GLM. The budget caps the evaluations; one under 2 is refused.

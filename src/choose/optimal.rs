@@ -527,25 +527,41 @@ impl Pick<'_> {
     /// level lower in one QI) evaluated together, the best meeting one taken while it improves
     /// the incumbent — so that the node returned is a local optimum of the border. Spends at most
     /// the whole budget (the search left it [`DESCENT_SHARE`]), counting only the predecessors not
-    /// evaluated yet; true when it reached the local optimum.
+    /// evaluated yet, and short of room for all of them tries those of least bound that fit;
+    /// true when it reached the local optimum (every predecessor tried).
     fn descend(&mut self) -> Result<bool> {
         while let Some((_, current)) = self.best.clone() {
             let known = self.tags.failing_predecessors(&current);
-            let lowered: Vec<usize> = (0..current.len())
+            let mut lowered: Vec<usize> = (0..current.len())
                 .filter(|&d| current[d] > 0 && !known[d])
                 .collect();
-            let preds: Vec<Node> = lowered
-                .iter()
-                .map(|&d| {
-                    let mut p = current.clone();
-                    p[d] -= 1;
-                    p
-                })
-                .collect();
-            let cost: usize = preds.iter().map(|p| self.cache.cost(p)).sum();
-            if self.cache.evaluations() + cost > self.limit {
-                return Ok(false);
+            let lower = |d: usize| {
+                let mut p = current.clone();
+                p[d] -= 1;
+                p
+            };
+            let room = self.limit.saturating_sub(self.cache.evaluations());
+            let cost: usize = lowered.iter().map(|&d| self.cache.cost(&lower(d))).sum();
+            // Short of room for every predecessor, those of least bound that fit are tried (on
+            // wide tables the descent's share is smaller than a node's QIs: it never stepped).
+            let partial = cost > room;
+            if partial {
+                lowered.sort_by(|&a, &b| {
+                    let bound = |d| self.ev.glm_bound(&lower(d));
+                    bound(a).total_cmp(&bound(b)).then(a.cmp(&b))
+                });
+                let mut spent = 0;
+                lowered.retain(|&d| {
+                    let c = self.cache.cost(&lower(d));
+                    let fits = spent + c <= room;
+                    spent += if fits { c } else { 0 };
+                    fits
+                });
+                if lowered.is_empty() {
+                    return Ok(false);
+                }
             }
+            let preds: Vec<Node> = lowered.iter().map(|&d| lower(d)).collect();
             self.cache.evaluate(&preds)?;
             let mut failing = Vec::new();
             for (p, &d) in preds.iter().zip(&lowered) {
@@ -555,7 +571,8 @@ impl Pick<'_> {
             }
             self.tags.fails_predecessors(&current, &failing);
             if self.best.as_ref().is_some_and(|(_, b)| *b == current) {
-                return Ok(true);
+                // A local optimum only when every predecessor was tried.
+                return Ok(!partial);
             }
         }
         Ok(true)
