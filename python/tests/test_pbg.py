@@ -448,3 +448,11 @@ def test_dictionary_null_values_are_nulls(tmp_path):
     report = pbg.anonymize(profile, tmp_path / "o.csv", node=[0])
     assert report["verified"] is True
     assert (tmp_path / "o.csv").read_text().splitlines() == ["zip,job", "13053,a", "X,b", "13053,a", "X,b"]
+
+
+def test_pick_options_beside_a_node_refused(tmp_path):
+    """What only a pick reads (`minimize=`, `objectives=`, ...) is refused beside `node=`, as the
+    CLI's flags conflict, rather than ignored."""
+    with pytest.raises(pbg.PbgError, match="minimize: belongs to a pick"):
+        pbg.anonymize(ARX7, tmp_path / "o.csv", node="1,1,1,1,1,1,1", minimize="cm")
+    assert not (tmp_path / "o.csv").exists()

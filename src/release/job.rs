@@ -72,7 +72,28 @@ impl Job {
                 "--node",
                 "give either a node or a pick, not both".to_string(),
             )),
-            (Some(_), None) => Ok(None),
+            (Some(_), None) => {
+                // What only a pick reads is refused beside a node rather than ignored (the CLI's
+                // flags conflict; the Python module ignored `minimize=` beside `node=`).
+                let p = &self.policy;
+                let pick_only = [
+                    ("minimize", p.minimize.is_some()),
+                    ("maximize", p.maximize.is_some()),
+                    ("objectives", p.objectives.is_some()),
+                    ("significance", p.significance.is_some()),
+                    ("goal", p.goal.is_some()),
+                    ("weights", p.weights.is_some()),
+                    ("pick-evaluations", p.evaluations.is_some()),
+                ];
+                match pick_only.iter().find(|(_, given)| *given) {
+                    Some((name, _)) => Err(PbgError::argument(
+                        *name,
+                        "belongs to a pick, and a node was given: drop it, or pick instead of giving the node"
+                            .to_string(),
+                    )),
+                    None => Ok(None),
+                }
+            }
             (None, Some(_)) => Ok(Some(Policy::parse(
                 &self.policy,
                 Present::of_profile(profile),
