@@ -535,33 +535,43 @@ impl Pick<'_> {
             let mut lowered: Vec<usize> = (0..current.len())
                 .filter(|&d| current[d] > 0 && !known[d])
                 .collect();
-            let lower = |d: usize| {
-                let mut p = current.clone();
-                p[d] -= 1;
-                p
-            };
+            let mut preds: Vec<Node> = lowered
+                .iter()
+                .map(|&d| {
+                    let mut p = current.clone();
+                    p[d] -= 1;
+                    p
+                })
+                .collect();
+            let costs: Vec<usize> = preds.iter().map(|p| self.cache.cost(p)).collect();
             let room = self.limit.saturating_sub(self.cache.evaluations());
-            let cost: usize = lowered.iter().map(|&d| self.cache.cost(&lower(d))).sum();
             // Short of room for every predecessor, those of least bound that fit are tried (on
             // wide tables the descent's share is smaller than a node's QIs: it never stepped).
-            let partial = cost > room;
+            // Lowering QI `d` takes its last step off the bound, so the largest steps go first:
+            // known per QI, where the bound of each predecessor sums every QI again.
+            let partial = costs.iter().sum::<usize>() > room;
             if partial {
-                lowered.sort_by(|&a, &b| {
-                    let bound = |d| self.ev.glm_bound(&lower(d));
-                    bound(a).total_cmp(&bound(b)).then(a.cmp(&b))
-                });
+                let step = |i: usize| {
+                    let d = lowered[i];
+                    self.ev.glm_bound_step(d, current[d] - 1)
+                };
+                let mut order: Vec<usize> = (0..lowered.len()).collect();
+                order.sort_by(|&a, &b| step(b).total_cmp(&step(a)).then(a.cmp(&b)));
                 let mut spent = 0;
-                lowered.retain(|&d| {
-                    let c = self.cache.cost(&lower(d));
-                    let fits = spent + c <= room;
-                    spent += if fits { c } else { 0 };
+                order.retain(|&i| {
+                    let fits = spent + costs[i] <= room;
+                    spent += if fits { costs[i] } else { 0 };
                     fits
                 });
-                if lowered.is_empty() {
+                if order.is_empty() {
                     return Ok(false);
                 }
+                lowered = order.iter().map(|&i| lowered[i]).collect();
+                preds = order
+                    .iter()
+                    .map(|&i| std::mem::take(&mut preds[i]))
+                    .collect();
             }
-            let preds: Vec<Node> = lowered.iter().map(|&d| lower(d)).collect();
             self.cache.evaluate(&preds)?;
             let mut failing = Vec::new();
             for (p, &d) in preds.iter().zip(&lowered) {
