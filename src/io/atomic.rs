@@ -395,7 +395,7 @@ fn lands_in(out: &Path, output: &Path, source: &Path) -> Option<&'static str> {
 
 /// Whether `a` and `b` both exist and are one file (a hard link has its own path: the release
 /// renamed over it replaced, under that name, the very rows it was made from).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(super) fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

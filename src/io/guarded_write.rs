@@ -67,7 +67,7 @@ impl PhysicalOptimizerRule for GuardedWrites {
 
 /// Where a write lands: one file, or files DataFusion names in a directory.
 #[derive(Debug, Clone)]
-struct Target {
+pub(super) struct Target {
     path: PathBuf,
     single_file: bool,
     extension: String,
@@ -77,7 +77,11 @@ impl Target {
     /// The local target of a file sink at `node`, if it is one.
     fn of(node: &Arc<dyn ExecutionPlan>) -> Option<Target> {
         let exec = node.downcast_ref::<DataSinkExec>()?;
-        let config = file_sink_config(exec.sink())?;
+        Target::of_config(file_sink_config(exec.sink())?)
+    }
+
+    /// The target of a write configured by `config`, if it is local.
+    pub(super) fn of_config(config: &FileSinkConfig) -> Option<Target> {
         if config.object_store_url.as_str() != "file:///" {
             return None;
         }
@@ -92,7 +96,8 @@ impl Target {
     }
 }
 
-/// The configuration of DataFusion's CSV, Parquet and JSON sinks (its Arrow sink is private).
+/// The configuration of DataFusion's CSV, Parquet and JSON sinks (its Arrow sink is private: its
+/// writes are guarded by [`super::guarded_arrow::GuardedArrowFormat`]).
 fn file_sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
     if let Some(s) = sink.downcast_ref::<CsvSink>() {
         return Some(s.config());
@@ -111,6 +116,14 @@ pub struct GuardedWriteExec {
 }
 
 impl GuardedWriteExec {
+    /// `write` guarded: `target` is put back as it was unless `write` succeeds.
+    pub(super) fn new(write: Arc<dyn ExecutionPlan>, target: Target) -> Self {
+        GuardedWriteExec {
+            input: write,
+            target,
+        }
+    }
+
     /// `plan` without the guard on top (for a writer that already writes a temporary file of its
     /// own, and needs the write node itself).
     pub fn unguarded(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
@@ -239,6 +252,11 @@ impl Guard {
     fn restore(&mut self) {
         if self.target.single_file {
             match self.previous.take() {
+                // A write that failed before it replaced the target leaves the link and the
+                // target one file, which `rename` leaves both names of: the link is removed.
+                Some(link) if super::atomic::same_file(&link, &self.target.path) => {
+                    let _ = std::fs::remove_file(link);
+                }
                 Some(link) => {
                     let _ = std::fs::rename(&link, &self.target.path);
                 }

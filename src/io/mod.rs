@@ -2,6 +2,7 @@
 
 mod atomic;
 mod csv_text;
+mod guarded_arrow;
 mod guarded_write;
 mod read;
 mod write;
@@ -11,6 +12,7 @@ pub use atomic::{
     write_text_atomic,
 };
 pub use csv_text::CsvQuoting;
+pub use guarded_arrow::{GuardedArrowFormat, GuardedArrowFormatFactory};
 pub use guarded_write::{GuardedWriteExec, GuardedWrites};
 pub use read::{Table, column_index, read_table, read_table_in};
 pub use write::{BatchWriter, OutputFormat, write_batches};

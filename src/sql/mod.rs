@@ -172,8 +172,20 @@ pub fn register(ctx: &SessionContext) -> Arc<Registry> {
 /// Makes `ctx`'s writes of local files (`COPY`, `INSERT INTO`) all-or-nothing
 /// ([`crate::io::GuardedWrites`]): DataFusion finishes a failed write, which left part of a
 /// release in the target, or an existing target empty. A physical optimizer rule can only be
-/// added to a session by building its state again.
+/// added to a session by building its state again. The Arrow IPC format is guarded by a format
+/// of pbg's ([`crate::io::GuardedArrowFormat`]), except on a cluster, whose plans must name
+/// DataFusion's own formats to travel.
 fn guard_writes(ctx: &SessionContext) {
+    if ctx
+        .state()
+        .config()
+        .get_extension::<crate::input::Distributed>()
+        .is_none()
+    {
+        let guarded = Arc::new(crate::io::GuardedArrowFormatFactory);
+        // Replacing a registered format cannot fail.
+        let _ = ctx.state_ref().write().register_file_format(guarded, true);
+    }
     let state = ctx.state();
     let rule = crate::io::GuardedWrites;
     use datafusion::physical_optimizer::PhysicalOptimizerRule;
