@@ -19,6 +19,17 @@ pub(super) fn build(
     steps: Option<usize>,
     mask: char,
 ) -> Result<Hierarchy> {
+    // An empty value would be its own leaf and every level's label, one label for all levels
+    // that the hierarchy's own check then refused as an empty label of a row the user never
+    // wrote: it is refused here, by its data row.
+    if let Some((_, row)) = values.iter().find(|(v, _)| v.is_empty()) {
+        return Err(PbgError::ValueNotInHierarchy {
+            column: column.to_string(),
+            value: String::new(),
+            row: *row,
+            source_name: "mask hierarchy: an empty value has no characters to mask; fill it, or make it null and declare `null_as`".into(),
+        });
+    }
     let mut leaves: Vec<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
     leaves.sort_unstable();
     let err = |message: String| PbgError::Hierarchy {
@@ -62,4 +73,21 @@ pub(super) fn build(
         }
     }
     Hierarchy::from_rows(column, "mask hierarchy", &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_value_is_refused_by_its_data_row() {
+        let values = [("13053".to_string(), 1), (String::new(), 3)];
+        let err = build("zip", &values, Some(2), '*').unwrap_err().to_string();
+        assert!(
+            err.contains("column `zip`") && err.contains("data row 3") && err.contains("empty"),
+            "{err}"
+        );
+        let ok = build("zip", &values[..1], Some(2), '*').unwrap();
+        assert_eq!(ok.height(), 2);
+    }
 }
