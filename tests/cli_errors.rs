@@ -253,10 +253,30 @@ fn overlapping_roles() {
 #[test]
 fn search_compare_experiment_and_sql_arguments() {
     let t1 = "datasets/t1/t1.toml";
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["search", t1, "--objectives", "k"],
             "at least two objectives",
+        ),
+        // The evolutionary search's settings with the exhaustive search: refused, not ignored.
+        (
+            &["search", t1, "--objectives", "k,glm", "--seed", "5"],
+            "--seed set the evolutionary search (--algorithm ea)",
+        ),
+        (
+            &[
+                "search",
+                t1,
+                "--objectives",
+                "k,glm",
+                "--algorithm",
+                "exhaustive",
+                "--population",
+                "10",
+                "--epsilon",
+                "1,1",
+            ],
+            "--epsilon, --population set the evolutionary search",
         ),
         (
             &[

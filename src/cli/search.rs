@@ -47,21 +47,21 @@ pub struct SearchArgs {
     /// in [0, 1]: t_*, risk_*, uniques, precision, cm).
     #[arg(long, value_name = "E1,E2,...")]
     epsilon: Option<String>,
-    /// EA population size.
-    #[arg(long, default_value_t = 25)]
-    population: usize,
-    /// EA iterations.
-    #[arg(long, default_value_t = 100)]
-    iterations: usize,
-    /// EA crossover probability.
-    #[arg(long, default_value_t = 0.8)]
-    p_cross: f64,
+    /// EA population size [default: 25].
+    #[arg(long)]
+    population: Option<usize>,
+    /// EA iterations [default: 100].
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// EA crossover probability [default: 0.8].
+    #[arg(long)]
+    p_cross: Option<f64>,
     /// EA per-attribute mutation probability (default 1 / number of QIs).
     #[arg(long)]
     p_mut: Option<f64>,
-    /// EA random seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// EA random seed [default: 0].
+    #[arg(long)]
+    seed: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
@@ -154,6 +154,26 @@ fn write_csv(out: &mut impl Write, header: &[String], r: &SearchResult) -> std::
 
 /// Runs `pbg search`.
 pub fn run(a: SearchArgs) -> anyhow::Result<()> {
+    if matches!(a.algorithm, Algorithm::Exhaustive) {
+        let given: Vec<&str> = [
+            ("--epsilon", a.epsilon.is_some()),
+            ("--population", a.population.is_some()),
+            ("--iterations", a.iterations.is_some()),
+            ("--p-cross", a.p_cross.is_some()),
+            ("--p-mut", a.p_mut.is_some()),
+            ("--seed", a.seed.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        // Ignored, they would let a user believe a seed or a population shaped the front.
+        if !given.is_empty() {
+            anyhow::bail!(
+                "{} set the evolutionary search (--algorithm ea); the exhaustive search (the default) evaluates every node and takes none of them",
+                given.join(", ")
+            );
+        }
+    }
     if let Some(plot) = &a.plot {
         a.profile.profile()?.protect_as(plot, "plot")?;
     }
@@ -168,18 +188,21 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
         .transpose()?;
     let result = match a.algorithm {
         Algorithm::Exhaustive => exhaustive(&ev, &objectives)?,
-        Algorithm::Ea => pbg_ea(
-            &ev,
-            &objectives,
-            &EaConfig {
-                population: a.population,
-                iterations: a.iterations,
-                p_cross: a.p_cross,
-                p_mut: a.p_mut,
-                epsilon,
-                seed: a.seed,
-            },
-        )?,
+        Algorithm::Ea => {
+            let default = EaConfig::default();
+            pbg_ea(
+                &ev,
+                &objectives,
+                &EaConfig {
+                    population: a.population.unwrap_or(default.population),
+                    iterations: a.iterations.unwrap_or(default.iterations),
+                    p_cross: a.p_cross.unwrap_or(default.p_cross),
+                    p_mut: a.p_mut,
+                    epsilon,
+                    seed: a.seed.unwrap_or(default.seed),
+                },
+            )?
+        }
     };
     let search_s = started.elapsed().as_secs_f64() - read_s;
     if let Some(path) = &a.plot {

@@ -63,6 +63,11 @@ impl TableFunctionImpl for PbgSearchFunc {
             return plan_err!("{NAME}: unknown algorithm '{algorithm}' (use 'exhaustive' or 'ea')");
         }
         let seed = if exprs.len() == 4 {
+            if algorithm == "exhaustive" {
+                return plan_err!(
+                    "{NAME}: a seed is for the evolutionary search ('ea'); the exhaustive search evaluates every node and takes none"
+                );
+            }
             int_arg(NAME, exprs, 3, "the seed")?
         } else {
             0
