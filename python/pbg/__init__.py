@@ -163,6 +163,40 @@ def _is_arrow(value: Any) -> bool:
     return hasattr(value, "__arrow_c_stream__")
 
 
+def _column_names(value: Any) -> list[str]:
+    """The column names of Arrow data as Python holds them, nested fields of a pyarrow schema
+    included (polars and pandas give their top-level names)."""
+    names: list[str] = []
+
+    def walk(t: Any) -> None:
+        for i in range(getattr(t, "num_fields", 0)):
+            field = t.field(i)
+            names.append(field.name)
+            walk(field.type)
+
+    schema = getattr(value, "schema", None)
+    if schema is not None and hasattr(schema, "names") and hasattr(schema, "field"):
+        for field in schema:
+            names.append(field.name)
+            walk(field.type)
+        return names
+    columns = getattr(value, "columns", None)
+    if columns is None:
+        columns = getattr(value, "column_names", [])
+    return [str(c) for c in columns]
+
+
+def _no_nul_names(value: Any, what: str) -> None:
+    """Refuses Arrow data with a NUL in a column name: the Arrow C interface passes names as C
+    strings, so the engine would read ``"a\\x00b"`` as ``"a"`` and release it renamed."""
+    for name in _column_names(value):
+        if "\x00" in name:
+            raise PbgError(
+                f"profile: {what}: column {name!r} holds a NUL character, which Arrow's C "
+                "interface cuts the name at: rename the column"
+            )
+
+
 def _no_pandas_index(value: Any, what: str) -> None:
     """Refuses a pandas DataFrame whose index its Arrow stream would carry as a column: a named
     index (`set_index("name")`), or the row numbers of a filtered frame (`__index_level_0__`),
@@ -252,6 +286,7 @@ class Profile:
             return f"input = {_toml(os.path.abspath(os.fspath(input)))}"
         if _is_arrow(input):
             _no_pandas_index(input, "input")
+            _no_nul_names(input, "input")
             self._tables[_INPUT] = input
             return f"table = {_toml(_INPUT)}"
         raise PbgError(
@@ -264,6 +299,7 @@ class Profile:
             return _toml(os.path.abspath(os.fspath(hierarchy)))
         if _is_arrow(hierarchy):
             _no_pandas_index(hierarchy, f"hierarchy of `{column}`")
+            _no_nul_names(hierarchy, f"hierarchy of `{column}`")
             table = f"__pbg_hierarchy_{len(self._tables)}"
             self._tables[table] = hierarchy
             return _toml({"type": "sql", "table": table})

@@ -145,6 +145,9 @@ def test_pythonic_lattice_and_search_from_arrow():
     cli_front = json.loads(cli("search", str(ARX7), "--objectives", "k,glm", "--format", "json"))
     assert sorted([r[q] for q in QIS] for r in front) == sorted(p["node"] for p in cli_front["front"])
     assert [r["k"] for r in front] == [p["k"] for p in cli_front["front"]]
+    # A seed is the evolutionary search's: beside the exhaustive one it is refused, not ignored.
+    with pytest.raises(Exception, match="a seed is for the evolutionary search"):
+        pbg.search(profile, "k,glm", seed=3)
 
 
 def test_anonymize_polars_verified(tmp_path):
@@ -456,3 +459,20 @@ def test_pick_options_beside_a_node_refused(tmp_path):
     with pytest.raises(pbg.PbgError, match="minimize: belongs to a pick"):
         pbg.anonymize(ARX7, tmp_path / "o.csv", node="1,1,1,1,1,1,1", minimize="cm")
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_names_and_values_the_engine_cannot_take_are_named(tmp_path):
+    # A NUL in a column name (nested too): Arrow's C interface would cut the name there.
+    for data in [
+        pa.table({"zip": ["13053"], "no\x00te": [1], "dis": ["a"]}),
+        pl.DataFrame({"zip": ["13053"], "no\x00te": [1], "dis": ["a"]}),
+        pa.table({"zip": ["13053"], "s": [{"x\x00y": 1}], "dis": ["a"]}),
+    ]:
+        with pytest.raises(pbg.PbgError, match="holds a NUL character"):
+            pbg.Profile(data, qis={"zip": {"type": "mask", "steps": 2}}, sensitive="dis")
+    # An empty text in a masked QI: named by its data row, not as a hierarchy row.
+    data = pa.table({"zip": ["13053", "13054", "", "13055"], "dis": ["a", "b", "c", "a"]})
+    profile = pbg.Profile(data, qis={"zip": {"type": "mask", "steps": 2}}, sensitive="dis")
+    with pytest.raises(pbg.PbgError, match=r"value `` \(first at data row 3\).*no characters to mask"):
+        pbg.anonymize(profile, tmp_path / "out.csv", node=[1])
+    assert not (tmp_path / "out.csv").exists()
