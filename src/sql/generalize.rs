@@ -97,21 +97,21 @@ impl GeneralizeFunc {
         // One level over `array`, whose row `i` is the batch's `row_of(i)` (for messages).
         let run = |level: u8, array: &ArrayRef, row_of: &dyn Fn(usize) -> usize| {
             generalize(&h, level, array).map_err(|e| {
-                let e = match e {
+                let message = match e {
+                    // A scalar function sees the query's rows a batch at a time: the row is the
+                    // batch's (calling it a data row named row 6808 for the 15,000th).
                     crate::PbgError::ValueNotInHierarchy {
                         column,
                         value,
                         row,
                         source_name,
-                    } => crate::PbgError::ValueNotInHierarchy {
-                        column,
-                        value,
-                        row: row_of(row.saturating_sub(1)) + 1,
-                        source_name,
-                    },
-                    e => e,
+                    } => format!(
+                        "column `{column}`: value `{value}` (row {} of the batch) is not a leaf of its hierarchy ({source_name})",
+                        row_of(row.saturating_sub(1)) + 1
+                    ),
+                    e => e.to_string(),
                 };
-                datafusion::common::DataFusionError::Execution(format!("generalize: {e}"))
+                datafusion::common::DataFusionError::Execution(format!("generalize: {message}"))
             })
         };
         let level = match super::table::constant(level)? {
