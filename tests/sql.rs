@@ -1440,6 +1440,18 @@ fn prompt_commands() {
     assert_eq!(err.matches("unknown command").count(), 1, "{err}");
 }
 
+/// A query that fails on row 90,000, after many batches were written.
+const FAILS_LATE: &str = "SELECT CAST(CASE WHEN value = 90000 THEN 'x' ELSE '1' END AS INT) AS c FROM generate_series(1, 100000)";
+
+/// The hidden links to previous files a guarded write left in `dir`.
+fn links_left(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("pbg-previous"))
+        .collect()
+}
+
 /// A failed write leaves its target as it was: DataFusion 55 finishes the writers of a failed
 /// write, which left the rows before the failure in the target (part of a release, its
 /// classes cut below k) or an existing target empty.
@@ -1452,15 +1464,18 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
         let ctx = ctx.clone();
         async move { ctx.sql(&sql).await?.collect().await }
     };
-    // Fails on row 90,000, after many batches were written.
-    let late = "SELECT CAST(CASE WHEN value = 90000 THEN 'x' ELSE '1' END AS INT) AS c FROM generate_series(1, 100000)";
+    let late = FAILS_LATE;
     // Fails at its first batch (a struct cannot go to CSV).
     let early = "SELECT named_struct('x', value) AS s FROM generate_series(1, 10)";
     let previous = dir.path().join("previous.csv");
     let fresh = dir.path().join("fresh.csv");
+    // A name near the file system's 255 bytes: the kept file's name, made from it, was too long,
+    // and the failed write removed the target it could not keep.
+    let long = dir.path().join(format!("{}.csv", "r".repeat(240)));
     for query in [late, early] {
         std::fs::write(&previous, "c\n7\n").unwrap();
-        for target in [&previous, &fresh] {
+        std::fs::write(&long, "c\n7\n").unwrap();
+        for target in [&previous, &fresh, &long] {
             let copy = format!("COPY ({query}) TO '{}' STORED AS CSV", target.display());
             let err = run(copy).await.unwrap_err().to_string();
             assert!(
@@ -1469,6 +1484,7 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
             );
         }
         assert_eq!(std::fs::read_to_string(&previous).unwrap(), "c\n7\n");
+        assert_eq!(std::fs::read_to_string(&long).unwrap(), "c\n7\n");
         assert!(!fresh.exists(), "a failed COPY left {}", fresh.display());
     }
     // A directory target keeps its files, and gets none of the failed write's.
@@ -1489,11 +1505,7 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
     );
     run(ok).await.unwrap();
     assert_eq!(std::fs::read_to_string(&previous).unwrap(), "c\n1\n");
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("pbg-previous"))
-        .collect();
+    let left = links_left(dir.path());
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -1521,7 +1533,7 @@ async fn a_failed_arrow_copy_leaves_its_target_as_it_was() {
                 .value(0)
         }
     };
-    let late = "SELECT CAST(CASE WHEN value = 90000 THEN 'x' ELSE '1' END AS INT) AS c FROM generate_series(1, 100000)";
+    let late = FAILS_LATE;
     let previous = dir.path().join("previous.arrow");
     run(format!(
         "COPY (SELECT CAST(7 AS INT) AS c) TO '{}' STORED AS ARROW",
@@ -1530,6 +1542,26 @@ async fn a_failed_arrow_copy_leaves_its_target_as_it_was() {
     .await
     .unwrap();
     let before = std::fs::read(&previous).unwrap();
+    // One guard, right above the write: a repartition between them ran two guards over one
+    // write, and one of them left its link behind (or restored what the other committed).
+    let explain = format!(
+        "EXPLAIN COPY ({late}) TO '{}' STORED AS ARROW",
+        previous.display()
+    );
+    let plan = run(explain).await.unwrap();
+    let plan = arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    let nodes: Vec<&str> = plan
+        .lines()
+        .filter_map(|l| l.split('|').nth(2))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let guard = nodes.iter().position(|n| n.starts_with("GuardedWriteExec"));
+    let guard = guard.unwrap_or_else(|| panic!("{plan}"));
+    assert!(nodes[guard + 1].starts_with("DataSinkExec"), "{plan}");
+    assert_eq!(plan.matches("GuardedWriteExec").count(), 1, "{plan}");
     let fresh = dir.path().join("fresh.arrow");
     for target in [&previous, &fresh] {
         let copy = format!("COPY ({late}) TO '{}' STORED AS ARROW", target.display());
@@ -1557,7 +1589,11 @@ async fn a_failed_arrow_copy_leaves_its_target_as_it_was() {
     .await
     .unwrap();
     run(format!("INSERT INTO lake {late}")).await.unwrap_err();
-    assert_eq!(std::fs::read_dir(&lake).unwrap().count(), 1);
+    let names: Vec<_> = std::fs::read_dir(&lake)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["old.arrow"]);
     run("INSERT INTO lake SELECT CAST(value AS INT) AS c FROM generate_series(1, 5)".into())
         .await
         .unwrap();
@@ -1575,10 +1611,6 @@ async fn a_failed_arrow_copy_leaves_its_target_as_it_was() {
     .await
     .unwrap();
     assert_eq!(count("SELECT count(*) FROM previous".into()).await, 3);
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("pbg-previous"))
-        .collect();
+    let left = links_left(dir.path());
     assert!(left.is_empty(), "{left:?}");
 }

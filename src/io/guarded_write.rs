@@ -4,7 +4,8 @@
 //! target — classes cut short, below the release's k — and one that failed before its first
 //! row replaced an existing target with an empty file. [`GuardedWrites`] (a physical optimizer
 //! rule of pbg's local sessions) puts a [`GuardedWriteExec`] above each such write: before it
-//! runs, the target's previous file is kept under a hard link; when it fails (or is dropped
+//! runs, the target's previous file is kept under a hard link (renamed aside where the file
+//! system has none; the write is refused when neither can be done); when it fails (or is dropped
 //! unfinished), that file is put back, or what the write left is removed, and a directory
 //! write's new files (`<write id>_<part>.<extension>`, as DataFusion names them) are removed.
 
@@ -153,6 +154,21 @@ impl ExecutionPlan for GuardedWriteExec {
         vec![&self.input]
     }
 
+    // A guard planned before the optimizer runs (an Arrow write's) must keep its write as its
+    // one child: a round-robin repartition put between them ran the guard once per partition,
+    // two guards over one write, one of which committed or restored what the other kept.
+    fn required_input_distribution(&self) -> Vec<datafusion::physical_plan::Distribution> {
+        vec![datafusion::physical_plan::Distribution::SinglePartition]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![true]
+    }
+
     fn apply_expressions(
         &self,
         _f: &mut dyn FnMut(
@@ -177,7 +193,7 @@ impl ExecutionPlan for GuardedWriteExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let guard = Guard::before(&self.target);
+        let guard = Guard::before(&self.target)?;
         let stream = self.input.execute(partition, context)?;
         let schema = stream.schema();
         // The write's stream yields its count once the write is done: the guard settles then
@@ -195,22 +211,33 @@ impl ExecutionPlan for GuardedWriteExec {
     }
 }
 
-/// Distinguishes the kept links of writes in one process.
+/// Distinguishes the kept files of writes in one process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// How a single-file target's previous file is kept while the write runs.
+#[derive(Debug)]
+enum Kept {
+    /// Under a hard link beside it: the target stays in place.
+    Linked(PathBuf),
+    /// Renamed aside (a file system without hard links): the target is absent meanwhile.
+    Moved(PathBuf),
+}
 
 /// What a write's target held before it, until the write succeeds.
 #[derive(Debug)]
 struct Guard {
     target: Target,
-    /// The previous file, kept under a hard link beside it (a single-file target).
-    previous: Option<PathBuf>,
+    /// The previous file of a single-file target.
+    previous: Option<Kept>,
     /// The files under a directory target before the write.
     files_before: HashSet<PathBuf>,
     committed: bool,
 }
 
 impl Guard {
-    fn before(target: &Target) -> Guard {
+    /// Keeps what `target` holds before its write; an error (nothing written yet) when its
+    /// previous file cannot be kept.
+    fn before(target: &Target) -> Result<Guard> {
         let mut guard = Guard {
             target: target.clone(),
             previous: None,
@@ -219,32 +246,37 @@ impl Guard {
         };
         match target.single_file {
             true if target.path.is_file() => {
-                let name = target
-                    .path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let link = target.path.with_file_name(format!(
-                    ".{name}.pbg-previous-{}-{}",
+                // A short name of its own, not the target's name lengthened: past the file
+                // system's 255 bytes a name made from a long target's failed, and the failed
+                // write then removed the target it could not keep.
+                let kept = target.path.with_file_name(format!(
+                    ".pbg-previous-{}-{}",
                     std::process::id(),
                     NEXT.fetch_add(1, Ordering::Relaxed)
                 ));
-                // Without a link (a file system that has none) a failure still removes what the
-                // write left; the previous file is then lost as DataFusion loses it.
-                if std::fs::hard_link(&target.path, &link).is_ok() {
-                    guard.previous = Some(link);
-                }
+                guard.previous = Some(match std::fs::hard_link(&target.path, &kept) {
+                    Ok(()) => Kept::Linked(kept),
+                    Err(_) => match std::fs::rename(&target.path, &kept) {
+                        Ok(()) => Kept::Moved(kept),
+                        Err(e) => {
+                            return Err(datafusion::error::DataFusionError::Execution(format!(
+                                "{}: its previous file cannot be kept aside while the write runs ({e}): nothing was written",
+                                target.path.display()
+                            )));
+                        }
+                    },
+                });
             }
             true => {}
             false => files_under(&target.path, 0, &mut guard.files_before),
         }
-        guard
+        Ok(guard)
     }
 
     fn commit(mut self) {
         self.committed = true;
-        if let Some(link) = self.previous.take() {
-            let _ = std::fs::remove_file(link);
+        if let Some(Kept::Linked(kept) | Kept::Moved(kept)) = self.previous.take() {
+            let _ = std::fs::remove_file(kept);
         }
     }
 
@@ -254,11 +286,11 @@ impl Guard {
             match self.previous.take() {
                 // A write that failed before it replaced the target leaves the link and the
                 // target one file, which `rename` leaves both names of: the link is removed.
-                Some(link) if super::atomic::same_file(&link, &self.target.path) => {
+                Some(Kept::Linked(link)) if super::atomic::same_file(&link, &self.target.path) => {
                     let _ = std::fs::remove_file(link);
                 }
-                Some(link) => {
-                    let _ = std::fs::rename(&link, &self.target.path);
+                Some(Kept::Linked(kept) | Kept::Moved(kept)) => {
+                    let _ = std::fs::rename(&kept, &self.target.path);
                 }
                 None => {
                     let _ = std::fs::remove_file(&self.target.path);
