@@ -1149,7 +1149,7 @@ fn generalize_takes_a_hierarchy_per_row() {
         "SELECT generalize(v, h, 1) FROM (VALUES ('39', 'age'), ('Male', 'sex'), ('Martian', 'sex')) t(v, h)",
     ]);
     assert!(
-        err.contains("value `Martian` (first at data row 3)"),
+        err.contains("value `Martian` (row 3 of the batch)"),
         "{err}"
     );
     let err = fails(&[
