@@ -1498,6 +1498,26 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["old.csv"]);
+    // Nor does a partitioned write leave its partition directories, or a write the directories
+    // it made on the way to its target.
+    let partitioned = format!(
+        "COPY (SELECT CAST(CASE WHEN value = 90000 THEN 'x' ELSE '1' END AS INT) AS c, value % 3 AS p FROM generate_series(1, 100000)) TO '{}/' STORED AS CSV PARTITIONED BY (p)",
+        lake.display()
+    );
+    run(partitioned).await.unwrap_err();
+    let names: Vec<_> = std::fs::read_dir(&lake)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["old.csv"]);
+    let deep = dir.path().join("new/sub/x.csv");
+    run(format!(
+        "COPY ({late}) TO '{}' STORED AS CSV",
+        deep.display()
+    ))
+    .await
+    .unwrap_err();
+    assert!(!dir.path().join("new").exists());
     // No link to a previous file is left beside it, and a write that succeeds replaces it.
     let ok = format!(
         "COPY (SELECT 1 AS c) TO '{}' STORED AS CSV",

@@ -231,6 +231,11 @@ struct Guard {
     previous: Option<Kept>,
     /// The files under a directory target before the write.
     files_before: HashSet<PathBuf>,
+    /// The directories under a directory target before the write (its partitions').
+    dirs_before: HashSet<PathBuf>,
+    /// The outermost directory the write's target lies in that did not exist before it: what
+    /// the writer created on the way (`COPY .. TO 'new/sub/x.csv'`).
+    created: Option<PathBuf>,
     committed: bool,
 }
 
@@ -242,8 +247,20 @@ impl Guard {
             target: target.clone(),
             previous: None,
             files_before: HashSet::new(),
+            dirs_before: HashSet::new(),
+            created: None,
             committed: false,
         };
+        let within = match target.single_file {
+            true => target.path.parent(),
+            false => Some(target.path.as_path()),
+        };
+        guard.created = within.and_then(|dir| {
+            dir.ancestors()
+                .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+                .last()
+                .map(Path::to_path_buf)
+        });
         match target.single_file {
             true if target.path.is_file() => {
                 // A short name of its own, not the target's name lengthened: past the file
@@ -268,7 +285,10 @@ impl Guard {
                 });
             }
             true => {}
-            false => files_under(&target.path, 0, &mut guard.files_before),
+            false => {
+                files_under(&target.path, 0, &mut guard.files_before);
+                dirs_under(&target.path, 0, &mut guard.dirs_before);
+            }
         }
         Ok(guard)
     }
@@ -296,14 +316,27 @@ impl Guard {
                     let _ = std::fs::remove_file(&self.target.path);
                 }
             }
-            return;
-        }
-        let mut now = HashSet::new();
-        files_under(&self.target.path, 0, &mut now);
-        for file in now.difference(&self.files_before) {
-            if written_by_datafusion(file, &self.target.extension) {
-                let _ = std::fs::remove_file(file);
+        } else {
+            let mut now = HashSet::new();
+            files_under(&self.target.path, 0, &mut now);
+            for file in now.difference(&self.files_before) {
+                if written_by_datafusion(file, &self.target.extension) {
+                    let _ = std::fs::remove_file(file);
+                }
             }
+            // The partition directories the write made (`p=0/`), deepest first; only empty
+            // ones go.
+            let mut dirs = HashSet::new();
+            dirs_under(&self.target.path, 0, &mut dirs);
+            let mut made: Vec<&PathBuf> = dirs.difference(&self.dirs_before).collect();
+            made.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            for dir in made {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        // The directories made on the way to the target, if the write left them empty.
+        if let Some(created) = &self.created {
+            remove_empty_dirs(created);
         }
     }
 }
@@ -334,6 +367,33 @@ fn files_under(dir: &Path, depth: usize, out: &mut HashSet<PathBuf>) {
             _ => {}
         }
     }
+}
+
+/// The directories under `dir`, to [`MAX_DEPTH`].
+fn dirs_under(dir: &Path, depth: usize, out: &mut HashSet<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && depth < MAX_DEPTH {
+            let path = entry.path();
+            dirs_under(&path, depth + 1, out);
+            out.insert(path);
+        }
+    }
+}
+
+/// Removes `dir` and the directories under it, deepest first, as far as they are empty (a file
+/// anywhere keeps its directories).
+fn remove_empty_dirs(dir: &Path) {
+    let mut dirs = HashSet::new();
+    dirs_under(dir, 0, &mut dirs);
+    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Whether `file` is named as DataFusion names the files of a directory write:
