@@ -433,11 +433,14 @@ fn fields_read(
     let mut out = vec![0u8; 8192];
     let mut ends = vec![0usize; 64];
     let (mut written, mut fields) = (0, 0);
+    // The file's first bytes, to name a binary format read as CSV.
+    let mut magic: Option<Vec<u8>> = None;
     loop {
         if at == filled {
             // An empty read tells csv-core the file has ended.
             filled = file.read(&mut chunk).map_err(|e| PbgError::io(path, e))?;
             at = 0;
+            magic.get_or_insert_with(|| chunk[..filled.min(8)].to_vec());
         }
         let (result, read, wrote, ended) =
             reader.read_record(&chunk[at..filled], &mut out[written..], &mut ends[fields..]);
@@ -466,15 +469,55 @@ fn fields_read(
     for (i, &end) in ends[..fields].iter().enumerate() {
         let name = String::from_utf8(out[from..end].to_vec()).map_err(|_| PbgError::Format {
             path: path.to_path_buf(),
-            message: format!(
-                "field {} of its first record (the header) is not UTF-8 text: save the file as UTF-8",
-                i + 1
-            ),
+            message: match binary_format(magic.as_deref().unwrap_or_default()) {
+                Some(format) => format,
+                None => format!(
+                    "field {} of its first record (the header) is not UTF-8 text: save the file as UTF-8",
+                    i + 1
+                ),
+            },
         })?;
         names.push(name);
         from = end;
     }
     Ok(Some(names))
+}
+
+/// What a file read as CSV is, and what to do, if its first bytes name a binary format (asked
+/// only of a file whose header is not UTF-8: text never matches).
+fn binary_format(first: &[u8]) -> Option<String> {
+    const FORMATS: [(&[u8], &str, &str); 6] = [
+        (
+            b"ARROW1",
+            "an Arrow IPC file",
+            "pbg reads CSV and Parquet; convert it in `pbg sql`: `CREATE EXTERNAL TABLE t STORED AS ARROW LOCATION 'IN.arrow'; COPY t TO 'OUT.parquet'`",
+        ),
+        (
+            &[0xff, 0xff, 0xff, 0xff],
+            "an Arrow IPC stream",
+            "pbg reads CSV and Parquet; write it as Parquet",
+        ),
+        (
+            b"PAR1",
+            "a Parquet file",
+            "give it the extension .parquet (pbg reads a file as Parquet by its name)",
+        ),
+        (&[0x1f, 0x8b], "gzip-compressed", "decompress it first"),
+        (
+            &[0x28, 0xb5, 0x2f, 0xfd],
+            "zstd-compressed",
+            "decompress it first",
+        ),
+        (
+            b"PK\x03\x04",
+            "a ZIP archive (an .xlsx workbook is one)",
+            "export the sheet as CSV",
+        ),
+    ];
+    FORMATS
+        .iter()
+        .find(|(magic, _, _)| first.starts_with(magic))
+        .map(|(_, format, advice)| format!("it is {format}, not CSV text: {advice}"))
 }
 
 /// The arrow schema stored in a Parquet file's footer (no data read).
@@ -836,6 +879,25 @@ fn same_set(a: &[String], b: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// A binary file read as CSV is named by its format; text that is not UTF-8 as before.
+    #[test]
+    fn binary_formats_read_as_csv_are_named() {
+        let path = std::path::Path::new("in.csv");
+        let message = |bytes: &[u8]| {
+            super::first_record(bytes, path, b',')
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(message(b"ARROW1\0\0\xff\xfe").contains("an Arrow IPC file"));
+        assert!(message(b"PAR1\x15\x04\xff\xfe,x").contains("the extension .parquet"));
+        assert!(message(&[0x1f, 0x8b, 8, 0, 0xff, 0xfe]).contains("gzip-compressed"));
+        assert!(message(b"PK\x03\x04\xff\xfe").contains("export the sheet as CSV"));
+        assert!(message(b"na\xffme,b\n").contains("field 1 of its first record"));
+        // Text starting like a magic number is text.
+        let fields = super::first_record(b"PAR1,b\n1,2\n", path, b',').unwrap();
+        assert_eq!(fields, ["PAR1", "b"]);
+    }
+
     use super::*;
 
     /// The stamps of a glob input, and the files it matches, are taken whatever else its base
