@@ -164,8 +164,10 @@ def _is_arrow(value: Any) -> bool:
 
 
 def _column_names(value: Any) -> list[str]:
-    """The column names of Arrow data as Python holds them, nested fields of a pyarrow schema
-    included (polars and pandas give their top-level names)."""
+    """The column names of Arrow data as Python holds them, nested fields of pyarrow and polars
+    schemas included (pandas gives its top-level names). Data reached only through its Arrow
+    stream (a bare ``__arrow_c_stream__``, a datafusion DataFrame) has no names to read here:
+    the C interface itself already cuts them."""
     names: list[str] = []
 
     def walk(t: Any) -> None:
@@ -174,11 +176,25 @@ def _column_names(value: Any) -> list[str]:
             names.append(field.name)
             walk(field.type)
 
+    def walk_polars(dtype: Any) -> None:
+        for field in getattr(dtype, "fields", None) or []:
+            names.append(field.name)
+            walk_polars(field.dtype)
+        inner = getattr(dtype, "inner", None)
+        if inner is not None:
+            walk_polars(inner)
+
     schema = getattr(value, "schema", None)
     if schema is not None and hasattr(schema, "names") and hasattr(schema, "field"):
         for field in schema:
             names.append(field.name)
             walk(field.type)
+        return names
+    if type(value).__module__.startswith("polars") and isinstance(schema, Mapping):
+        # polars' own export panics on a NUL in a nested name, aborting the interpreter.
+        for name, dtype in schema.items():
+            names.append(name)
+            walk_polars(dtype)
         return names
     columns = getattr(value, "columns", None)
     if columns is None:
@@ -208,10 +224,11 @@ def _no_pandas_index(value: Any, what: str) -> None:
         return
     names = [n for n in getattr(index, "names", []) if n is not None]
     named = f" ({', '.join(map(str, names))})" if names else ""
+    # An input's index would be released raw; a hierarchy's would be read as one of its levels.
+    effect = "released as it is" if what == "input" else "taken for one of its levels"
     raise PbgError(
         f"profile: {what}: the pandas DataFrame's index{named} would be read as a column and "
-        "released as it is: reset_index() to make it a column the profile declares, or "
-        "reset_index(drop=True) to drop it"
+        f"{effect}: reset_index() to make it a column, or reset_index(drop=True) to drop it"
     )
 
 

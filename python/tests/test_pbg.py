@@ -467,6 +467,8 @@ def test_names_and_values_the_engine_cannot_take_are_named(tmp_path):
         pa.table({"zip": ["13053"], "no\x00te": [1], "dis": ["a"]}),
         pl.DataFrame({"zip": ["13053"], "no\x00te": [1], "dis": ["a"]}),
         pa.table({"zip": ["13053"], "s": [{"x\x00y": 1}], "dis": ["a"]}),
+        # polars' own export aborted the interpreter on this one (a panic that cannot unwind).
+        pl.DataFrame({"zip": ["13053"], "l": [[{"x\x00y": 1}]], "dis": ["a"]}),
     ]:
         with pytest.raises(pbg.PbgError, match="holds a NUL character"):
             pbg.Profile(data, qis={"zip": {"type": "mask", "steps": 2}}, sensitive="dis")
@@ -476,3 +478,9 @@ def test_names_and_values_the_engine_cannot_take_are_named(tmp_path):
     with pytest.raises(pbg.PbgError, match=r"value `` \(first at data row 3\).*no characters to mask"):
         pbg.anonymize(profile, tmp_path / "out.csv", node=[1])
     assert not (tmp_path / "out.csv").exists()
+    # A null leaf in a hierarchy table: named as the table the user gave, not pbg's own name.
+    levels = pa.table({"leaf": ["13053", None], "l1": ["1305*", "1305*"]})
+    data = pa.table({"zip": ["13053", "13053"], "dis": ["a", "b"]})
+    profile = pbg.Profile(data, qis={"zip": levels}, sensitive="dis")
+    with pytest.raises(pbg.PbgError, match=r"the table given as its hierarchy.*null leaf at level 0"):
+        pbg.anonymize(profile, tmp_path / "out.csv", node=[1])

@@ -299,10 +299,19 @@ pub async fn resolve_hierarchy_tables(ctx: &SessionContext, profile: &Profile) -
         };
         *spec = HierarchySpec::Table {
             rows: hierarchy_rows(ctx, &name, table).await?,
-            source: Some(format!("table `{table}`")),
+            source: Some(table_source(table)),
         };
     }
     Ok(profile)
+}
+
+/// How messages name hierarchy table `table`: Python registers the tables it is given under
+/// names of its own, which the user never wrote.
+fn table_source(table: &str) -> String {
+    match table.starts_with("__pbg_hierarchy_") {
+        true => "the table given as its hierarchy".to_string(),
+        false => format!("table `{table}`"),
+    }
 }
 
 /// The rows `leaf, level1, ...` of a hierarchy held in registered table `table`, for `column`.
@@ -325,10 +334,12 @@ async fn hierarchy_rows(
             let mut row = Vec::with_capacity(texts.len());
             for (l, t) in texts.iter().enumerate() {
                 if t.keys.is_null(r) {
+                    let source_name = table_source(table);
+                    let what = if l == 0 { "leaf" } else { "label" };
                     return Err(PbgError::Hierarchy {
                         column: column.to_string(),
-                        source_name: format!("table `{table}`"),
-                        message: format!("row {} has an empty label at level {l}", rows.len() + 1),
+                        source_name,
+                        message: format!("row {} has a null {what} at level {l}", rows.len() + 1),
                     });
                 }
                 row.push(t.values.value(t.keys.values()[r] as usize).to_string());
