@@ -18,6 +18,11 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    // Cluster roles keep Ballista's own handling of SIGINT and SIGTERM (an executor deregisters).
+    #[cfg(unix)]
+    if std::env::args().nth(1).as_deref() != Some("cluster") {
+        watch_interrupts();
+    }
     if networked {
         // With SIGPIPE ignored, printing to a closed pipe (`pbg sql --cluster .. | head`) panics
         // in println!: end quietly as the signal would, with its status.
@@ -63,6 +68,59 @@ fn main() -> ExitCode {
             }
             eprintln!("pbg: error: {message}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Ends the process on SIGINT, SIGTERM or SIGHUP as the signal would, after undoing what the
+/// writes under way leave behind ([`pbg::io::interrupt`]): a `COPY` stopped by Ctrl-C left a
+/// visible partial target (`out.csv#1`) and a hidden link to the previous file; a release its
+/// temporary file. The signals are blocked in every thread and taken by one watching thread.
+#[cfg(unix)]
+fn watch_interrupts() {
+    // SAFETY: called in main before any other thread exists, so every thread the process starts
+    // inherits the mask; the set is built by the libc calls meant for it.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // A signal the process was started ignoring (`nohup`, a background job's SIGINT)
+            // stays ignored: Linux queues a blocked signal even so, and the watcher took it.
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
+            libc::sigaddset(&mut set, signal);
+        }
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        set
+    };
+    let watcher = std::thread::Builder::new()
+        .name("pbg-signals".into())
+        .spawn(move || {
+            let mut signal: libc::c_int = 0;
+            // SAFETY: `set` is a valid signal set; `signal` receives the one taken.
+            if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
+                return;
+            }
+            pbg::io::interrupt::undo_all();
+            // SAFETY: the default action restored and the signal unblocked in this thread, the
+            // raised signal ends the process with its status, as it would have.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                libc::raise(signal);
+            }
+        });
+    if watcher.is_err() {
+        // No watcher: the signals end the process as before, unblocked.
+        // SAFETY: the set is valid; unblocking restores the mask main started with.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         }
     }
 }

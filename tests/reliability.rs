@@ -3633,3 +3633,52 @@ fn an_experiment_refuses_a_pipe_among_its_reports_before_its_work() {
         assert_eq!(left.len(), 1, "{experiment}: {left:?}");
     }
 }
+
+/// An interrupted write leaves nothing behind: `pbg sql` stopped by SIGTERM or SIGINT in the
+/// middle of a `COPY` over an existing file left the object store's staged part of the target
+/// (`k.csv#1`, a visible partial result) and the hidden link to the previous file. The process
+/// still ends as the signal ends it.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_copy_leaves_its_target_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("k.csv");
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        fs::write(&target, "c\n42\n").unwrap();
+        let copy = format!(
+            "COPY (SELECT value AS c, repeat('x', 100) AS d FROM generate_series(1, 200000000)) TO '{}'",
+            target.display()
+        );
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .args(["sql", "-c", &copy])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Interrupted once the write is under way: its staged file exists.
+        let staged = || {
+            fs::read_dir(dir.path()).unwrap().any(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("k.csv#")
+            })
+        };
+        let started = std::time::Instant::now();
+        while !staged() {
+            assert!(started.elapsed().as_secs() < 60, "the write never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // SAFETY: the child's pid, a valid signal.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let out = child.wait_with_output().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(status - 128), "{:?}", out.status);
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["k.csv"]);
+        assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
+    }
+}

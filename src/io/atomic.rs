@@ -15,6 +15,9 @@ pub struct AtomicFile {
     committed: bool,
     /// The sync started by [`AtomicFile::sync_in_background`], joined by the commit.
     syncing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    /// Removes the temporary file (and what the object store staged for it) if the process is
+    /// interrupted meanwhile, instead of leaving it to the next run to the same output.
+    _interrupted: super::interrupt::Pending,
 }
 
 /// Temporary files this process has named: each output's number is its own.
@@ -100,11 +103,21 @@ impl AtomicFile {
                 break temp;
             }
         };
+        let undo = {
+            let temp = temp.clone();
+            super::interrupt::on_interrupt(move || {
+                let _ = std::fs::remove_file(&temp);
+                for staged in super::interrupt::staged_files(&temp) {
+                    let _ = std::fs::remove_file(staged);
+                }
+            })
+        };
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,
             committed: false,
             syncing: None,
+            _interrupted: undo,
         })
     }
 

@@ -223,9 +223,46 @@ enum Kept {
     Moved(PathBuf),
 }
 
+/// A write's [`Before`], settled once: committed when the write succeeds, else restored — when
+/// the write fails, its stream is dropped unfinished, or the process is interrupted (a signal
+/// the binary watches: see [`super::interrupt`]).
+struct Guard {
+    before: Arc<std::sync::Mutex<Before>>,
+    _undo: super::interrupt::Pending,
+}
+
+/// `m` locked, also after a panic elsewhere (the state is a few paths: still usable).
+fn lock(m: &std::sync::Mutex<Before>) -> std::sync::MutexGuard<'_, Before> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Guard {
+    /// Keeps what `target` holds before its write; an error (nothing written yet) when its
+    /// previous file cannot be kept.
+    fn before(target: &Target) -> Result<Guard> {
+        let before = Arc::new(std::sync::Mutex::new(Before::take(target)?));
+        let shared = before.clone();
+        let undo = super::interrupt::on_interrupt(move || lock(&shared).restore());
+        Ok(Guard {
+            before,
+            _undo: undo,
+        })
+    }
+
+    fn commit(self) {
+        lock(&self.before).commit();
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        lock(&self.before).restore();
+    }
+}
+
 /// What a write's target held before it, until the write succeeds.
 #[derive(Debug)]
-struct Guard {
+struct Before {
     target: Target,
     /// The previous file of a single-file target.
     previous: Option<Kept>,
@@ -236,20 +273,25 @@ struct Guard {
     /// The outermost directory the write's target lies in that did not exist before it: what
     /// the writer created on the way (`COPY .. TO 'new/sub/x.csv'`).
     created: Option<PathBuf>,
-    committed: bool,
+    /// The object store's staged files of a single-file target before the write (`out.csv#1`,
+    /// left by a killed run): not this write's to remove.
+    staged_before: HashSet<PathBuf>,
+    /// Committed or restored.
+    settled: bool,
 }
 
-impl Guard {
-    /// Keeps what `target` holds before its write; an error (nothing written yet) when its
-    /// previous file cannot be kept.
-    fn before(target: &Target) -> Result<Guard> {
-        let mut guard = Guard {
+impl Before {
+    /// What `target` holds before its write; an error (nothing written yet) when its previous
+    /// file cannot be kept.
+    fn take(target: &Target) -> Result<Before> {
+        let mut guard = Before {
             target: target.clone(),
             previous: None,
             files_before: HashSet::new(),
             dirs_before: HashSet::new(),
             created: None,
-            committed: false,
+            staged_before: super::interrupt::staged_files(&target.path),
+            settled: false,
         };
         let within = match target.single_file {
             true => target.path.parent(),
@@ -293,16 +335,27 @@ impl Guard {
         Ok(guard)
     }
 
-    fn commit(mut self) {
-        self.committed = true;
+    fn commit(&mut self) {
+        if std::mem::replace(&mut self.settled, true) {
+            return;
+        }
         if let Some(Kept::Linked(kept) | Kept::Moved(kept)) = self.previous.take() {
             let _ = std::fs::remove_file(kept);
         }
     }
 
-    /// Puts the target back as it was.
+    /// Puts the target back as it was (once: a settled write is left as it is).
     fn restore(&mut self) {
+        if std::mem::replace(&mut self.settled, true) {
+            return;
+        }
         if self.target.single_file {
+            // What the object store staged for the target (an interrupted write's part).
+            for staged in
+                super::interrupt::staged_files(&self.target.path).difference(&self.staged_before)
+            {
+                let _ = std::fs::remove_file(staged);
+            }
             match self.previous.take() {
                 // A write that failed before it replaced the target leaves the link and the
                 // target one file, which `rename` leaves both names of: the link is removed.
@@ -337,14 +390,6 @@ impl Guard {
         // The directories made on the way to the target, if the write left them empty.
         if let Some(created) = &self.created {
             remove_empty_dirs(created);
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if !self.committed {
-            self.restore();
         }
     }
 }
@@ -403,6 +448,11 @@ fn written_by_datafusion(file: &Path, extension: &str) -> bool {
     let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
+    // A file the object store is still filling (an interrupted write's) ends in `#<digits>`.
+    let name = match name.rsplit_once('#') {
+        Some((file, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => file,
+        _ => name,
+    };
     let Some(stem) = name.strip_suffix(&format!(".{extension}")) else {
         return false;
     };
@@ -424,6 +474,8 @@ mod tests {
         assert!(ok("/d/AbCdEfGh12345678_0.csv"));
         assert!(ok("/d/x=1/AbCdEfGh12345678_12.csv"));
         assert!(ok("/d/x=1/AbCdEfGh12345678.csv"));
+        assert!(ok("/d/AbCdEfGh12345678_0.csv#1"));
+        assert!(!ok("/d/AbCdEfGh12345678_0.csv#"));
         assert!(!ok("/d/people.csv"));
         assert!(!ok("/d/AbCdEfGh12345678_0.parquet"));
         assert!(!ok("/d/AbCdEfGh1234567_0.csv"));

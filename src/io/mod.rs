@@ -4,6 +4,7 @@ mod atomic;
 mod csv_text;
 mod guarded_arrow;
 mod guarded_write;
+pub mod interrupt;
 mod read;
 mod write;
 
