@@ -440,7 +440,18 @@ fn fields_read(
             // An empty read tells csv-core the file has ended.
             filled = file.read(&mut chunk).map_err(|e| PbgError::io(path, e))?;
             at = 0;
-            magic.get_or_insert_with(|| chunk[..filled.min(8)].to_vec());
+            if magic.is_none() {
+                let first = chunk[..filled.min(8)].to_vec();
+                // Binary bytes that happen to read as a header (an uncompressed Parquet file's
+                // first line can be UTF-8) are named before they are taken for column names.
+                if let Some(format) = binary_file(&first) {
+                    return Err(PbgError::Format {
+                        path: path.to_path_buf(),
+                        message: format,
+                    });
+                }
+                magic = Some(first);
+            }
         }
         let (result, read, wrote, ended) =
             reader.read_record(&chunk[at..filled], &mut out[written..], &mut ends[fields..]);
@@ -483,41 +494,64 @@ fn fields_read(
     Ok(Some(names))
 }
 
-/// What a file read as CSV is, and what to do, if its first bytes name a binary format (asked
-/// only of a file whose header is not UTF-8: text never matches).
-fn binary_format(first: &[u8]) -> Option<String> {
-    const FORMATS: [(&[u8], &str, &str); 6] = [
-        (
-            b"ARROW1",
-            "an Arrow IPC file",
-            "pbg reads CSV and Parquet; convert it in `pbg sql`: `CREATE EXTERNAL TABLE t STORED AS ARROW LOCATION 'IN.arrow'; COPY t TO 'OUT.parquet'`",
-        ),
-        (
-            &[0xff, 0xff, 0xff, 0xff],
-            "an Arrow IPC stream",
-            "pbg reads CSV and Parquet; write it as Parquet",
-        ),
-        (
-            b"PAR1",
-            "a Parquet file",
-            "give it the extension .parquet (pbg reads a file as Parquet by its name)",
-        ),
-        (&[0x1f, 0x8b], "gzip-compressed", "decompress it first"),
-        (
-            &[0x28, 0xb5, 0x2f, 0xfd],
-            "zstd-compressed",
-            "decompress it first",
-        ),
-        (
-            b"PK\x03\x04",
-            "a ZIP archive (an .xlsx workbook is one)",
-            "export the sheet as CSV",
-        ),
-    ];
-    FORMATS
+/// Binary formats a file read as CSV may be: its first bytes, what it is, and what to do.
+const BINARY_FORMATS: [(&[u8], &str, &str); 6] = [
+    (
+        b"ARROW1",
+        "an Arrow IPC file",
+        "pbg reads CSV and Parquet; convert it in `pbg sql`: `CREATE EXTERNAL TABLE t STORED AS ARROW LOCATION 'IN.arrow'; COPY t TO 'OUT.parquet'`",
+    ),
+    (
+        &[0xff, 0xff, 0xff, 0xff],
+        "an Arrow IPC stream",
+        "pbg reads CSV and Parquet; write it as Parquet",
+    ),
+    (
+        b"PAR1",
+        "a Parquet file",
+        "give it the extension .parquet (pbg reads a file as Parquet by its name)",
+    ),
+    (&[0x1f, 0x8b], "gzip-compressed", "decompress it first"),
+    (
+        &[0x28, 0xb5, 0x2f, 0xfd],
+        "zstd-compressed",
+        "decompress it first",
+    ),
+    (
+        b"PK\x03\x04",
+        "a ZIP archive (an .xlsx workbook is one)",
+        "export the sheet as CSV",
+    ),
+];
+
+/// The binary format `first` (a file's first bytes) begins as: its magic number's length and
+/// the message naming it.
+fn binary_magic(first: &[u8]) -> Option<(usize, String)> {
+    BINARY_FORMATS
         .iter()
         .find(|(magic, _, _)| first.starts_with(magic))
-        .map(|(_, format, advice)| format!("it is {format}, not CSV text: {advice}"))
+        .map(|(magic, format, advice)| {
+            (
+                magic.len(),
+                format!("it is {format}, not CSV text: {advice}"),
+            )
+        })
+}
+
+/// What a file read as CSV is, and what to do, if its first bytes name a binary format (asked
+/// of a file whose header is not UTF-8: text never matches).
+fn binary_format(first: &[u8]) -> Option<String> {
+    binary_magic(first).map(|(_, message)| message)
+}
+
+/// [`binary_format`] asked of any file: only when the byte after the magic number is a control
+/// byte too (`PAR1,b` is a header, `PAR1\x15` a Parquet page header), so that text is never
+/// taken for one; a binary file whose first line is UTF-8 (an uncompressed Parquet file) was read
+/// as a header of control characters.
+fn binary_file(first: &[u8]) -> Option<String> {
+    let (n, message) = binary_magic(first)?;
+    let next = *first.get(n)?;
+    (next < 0x20 && !matches!(next, b'\t' | b'\n' | b'\r')).then_some(message)
 }
 
 /// The arrow schema stored in a Parquet file's footer (no data read).
@@ -896,6 +930,10 @@ mod tests {
         // Text starting like a magic number is text.
         let fields = super::first_record(b"PAR1,b\n1,2\n", path, b',').unwrap();
         assert_eq!(fields, ["PAR1", "b"]);
+        // A binary file whose first line happens to be UTF-8 (an uncompressed Parquet file) is
+        // named too, not read as a header of control characters.
+        assert!(message(b"PAR1\x15\x00\x15(\x15(,a\n").contains("the extension .parquet"));
+        assert!(message(b"ARROW1\x00\x00x,y\n").contains("an Arrow IPC file"));
     }
 
     use super::*;
