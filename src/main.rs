@@ -4,7 +4,15 @@ mod cli;
 
 use std::process::ExitCode;
 
+/// The argument under which the binary starts itself to undo an interrupted run's writes.
+#[cfg(unix)]
+const UNDO_ROLE: &str = "__pbg-undo-interrupted";
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    if std::env::args().nth(1).as_deref() == Some(UNDO_ROLE) {
+        return undo_interrupted();
+    }
     // Rust ignores SIGPIPE, which turns a closed pipe into a panic in println!; restore the default
     // so that `pbg ... | head` ends quietly. Not for cluster roles and clients: they write to
     // sockets, where a peer that went away must be an error, not a silent death of the process.
@@ -20,7 +28,14 @@ fn main() -> ExitCode {
     }
     // Cluster roles keep Ballista's own handling of SIGINT and SIGTERM (an executor deregisters).
     #[cfg(unix)]
-    if std::env::args().nth(1).as_deref() != Some("cluster") {
+    // The command is the first argument that is no flag (`pbg --quiet cluster executor`: the
+    // only global flag takes no value).
+    if std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .as_deref()
+        != Some("cluster")
+    {
         watch_interrupts();
     }
     if networked {
@@ -107,7 +122,7 @@ fn watch_interrupts() {
             if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
                 return;
             }
-            pbg::io::interrupt::undo_all();
+            hand_over_undo();
             // SAFETY: the default action restored and the signal unblocked in this thread, the
             // raised signal ends the process with its status, as it would have.
             unsafe {
@@ -121,6 +136,59 @@ fn watch_interrupts() {
         // SAFETY: the set is valid; unblocking restores the mask main started with.
         unsafe {
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Hands the writes under way to a process of this binary that undoes them once this one has
+/// ended ([`undo_interrupted`]): undone here, while the writers still ran, a partitioned `COPY`
+/// went on adding files after the cleanup had listed them. Undone here if no such process
+/// can be started.
+#[cfg(unix)]
+fn hand_over_undo() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let record = pbg::io::interrupt::pending_record();
+    if record == "[]" {
+        return;
+    }
+    let child = std::env::current_exe().and_then(|exe| {
+        std::process::Command::new(exe)
+            .arg(UNDO_ROLE)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            // Its own process group: the terminal's next Ctrl-C does not stop it.
+            .process_group(0)
+            .spawn()
+    });
+    let handed = child.and_then(|mut child| {
+        let mut stdin = child.stdin.take().ok_or(std::io::ErrorKind::BrokenPipe)?;
+        stdin.write_all(record.as_bytes())?;
+        // Held open until this process ends: its end is the other's signal to start.
+        std::mem::forget(stdin);
+        Ok(())
+    });
+    if handed.is_err() {
+        // No such process: undone here, as well as can be while the writers run.
+        let _ = pbg::io::interrupt::undo_recorded(&record);
+    }
+}
+
+/// The role [`hand_over_undo`] starts: reads the record until the interrupted process ends
+/// (its end closes the pipe), then undoes its writes.
+#[cfg(unix)]
+fn undo_interrupted() -> ExitCode {
+    use std::io::Read;
+    let mut record = String::new();
+    if std::io::stdin().read_to_string(&mut record).is_err() {
+        return ExitCode::FAILURE;
+    }
+    match pbg::io::interrupt::undo_recorded(&record) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pbg: error: undoing an interrupted run's writes: {e}");
+            ExitCode::FAILURE
         }
     }
 }

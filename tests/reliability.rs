@@ -3636,49 +3636,86 @@ fn an_experiment_refuses_a_pipe_among_its_reports_before_its_work() {
 
 /// An interrupted write leaves nothing behind: `pbg sql` stopped by SIGTERM or SIGINT in the
 /// middle of a `COPY` over an existing file left the object store's staged part of the target
-/// (`k.csv#1`, a visible partial result) and the hidden link to the previous file. The process
-/// still ends as the signal ends it.
+/// (`k.csv#1`, a visible partial result) and the hidden link to the previous file, and one
+/// stopped in a partitioned `COPY` left the partitions written after the cleanup had listed
+/// the directory (about 100 of 2000). The process still ends as the signal ends it; the undo
+/// is finished by a process of its own once it has ended.
 #[cfg(unix)]
 #[test]
 fn an_interrupted_copy_leaves_its_target_as_it_was() {
+    use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let target = dir.path().join("k.csv");
-    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
-        fs::write(&target, "c\n42\n").unwrap();
-        let copy = format!(
-            "COPY (SELECT value AS c, repeat('x', 100) AS d FROM generate_series(1, 200000000)) TO '{}'",
-            target.display()
-        );
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
-            .args(["sql", "-c", &copy])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        // Interrupted once the write is under way: its staged file exists.
-        let staged = || {
-            fs::read_dir(dir.path()).unwrap().any(|e| {
-                e.unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("k.csv#")
-            })
-        };
-        let started = std::time::Instant::now();
-        while !staged() {
-            assert!(started.elapsed().as_secs() < 60, "the write never started");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        // SAFETY: the child's pid, a valid signal.
-        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
-        let out = child.wait_with_output().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(out.status.signal(), Some(status - 128), "{:?}", out.status);
-        let names: Vec<String> = fs::read_dir(dir.path())
+    let listing = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["k.csv"]);
-        assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
+        names.sort();
+        names
+    };
+    // Waits until `done` holds (the undo runs after the process ends), at most a minute.
+    let eventually = |done: &dyn Fn() -> bool, what: &str| {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed().as_secs() < 60, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let target = dir.path().join("k.csv");
+    let lake = dir.path().join("lake");
+    fs::create_dir(&lake).unwrap();
+    fs::write(lake.join("old.txt"), "x").unwrap();
+    let single = format!(
+        "COPY (SELECT value AS c, repeat('x', 100) AS d FROM generate_series(1, 200000000)) TO '{}'",
+        target.display()
+    );
+    let partitioned = format!(
+        "COPY (SELECT value AS c, value % 2000 AS p FROM generate_series(1, 1000000)) TO '{}/' STORED AS CSV PARTITIONED BY (p)",
+        lake.display()
+    );
+    let cases = [
+        (libc::SIGTERM, &single),
+        (libc::SIGINT, &single),
+        (libc::SIGTERM, &partitioned),
+    ];
+    for (signal, copy) in cases {
+        // The partitioned write makes its 2000 files within about a second: a run that ended
+        // before the signal reached it is run again.
+        for attempt in 1.. {
+            fs::write(&target, "c\n42\n").unwrap();
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+                .args(["sql", "-c", copy])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            // Interrupted once the write is under way: its staged file, or many partitions, exist.
+            eventually(
+                &|| {
+                    listing(dir.path()).iter().any(|n| n.starts_with("k.csv#"))
+                        || listing(&lake).len() > 50
+                },
+                "the write never started",
+            );
+            // SAFETY: the child's pid, a valid signal.
+            assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+            let out = child.wait_with_output().unwrap();
+            if out.status.success() && attempt < 5 {
+                for entry in fs::read_dir(&lake).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.is_dir() {
+                        fs::remove_dir_all(path).unwrap();
+                    }
+                }
+                continue;
+            }
+            assert_eq!(out.status.signal(), Some(signal), "{:?}", out.status);
+            eventually(
+                &|| listing(dir.path()) == ["k.csv", "lake"] && listing(&lake) == ["old.txt"],
+                "the interrupted write's files were left",
+            );
+            assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
+            break;
+        }
     }
 }

@@ -1510,6 +1510,17 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["old.csv"]);
+    // A partition directory that is a symbolic link: the write's file there goes too.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, lake.join("p=1")).unwrap();
+    let partitioned = format!(
+        "COPY (SELECT CAST(CASE WHEN value = 90000 THEN 'x' ELSE '1' END AS INT) AS c, value % 3 AS p FROM generate_series(1, 100000)) TO '{}/' STORED AS CSV PARTITIONED BY (p)",
+        lake.display()
+    );
+    run(partitioned).await.unwrap_err();
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    std::fs::remove_file(lake.join("p=1")).unwrap();
     let deep = dir.path().join("new/sub/x.csv");
     run(format!(
         "COPY ({late}) TO '{}' STORED AS CSV",

@@ -103,15 +103,7 @@ impl AtomicFile {
                 break temp;
             }
         };
-        let undo = {
-            let temp = temp.clone();
-            super::interrupt::on_interrupt(move || {
-                let _ = std::fs::remove_file(&temp);
-                for staged in super::interrupt::staged_files(&temp) {
-                    let _ = std::fs::remove_file(staged);
-                }
-            })
-        };
+        let undo = super::interrupt::on_interrupt(super::interrupt::Undo::Remove(temp.clone()));
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,

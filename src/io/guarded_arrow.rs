@@ -19,7 +19,8 @@ use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
 
-use super::guarded_write::{GuardedWriteExec, Target};
+use super::guarded_write::GuardedWriteExec;
+use super::restore::Target;
 
 /// Makes [`GuardedArrowFormat`]s: registered under DataFusion's `arrow` extension, it is the
 /// format of `STORED AS ARROW` (`COPY`, `CREATE EXTERNAL TABLE`, then `INSERT INTO`).

@@ -4,15 +4,12 @@
 //! target — classes cut short, below the release's k — and one that failed before its first
 //! row replaced an existing target with an empty file. [`GuardedWrites`] (a physical optimizer
 //! rule of pbg's local sessions) puts a [`GuardedWriteExec`] above each such write: before it
-//! runs, the target's previous file is kept under a hard link (renamed aside where the file
-//! system has none; the write is refused when neither can be done); when it fails (or is dropped
+//! runs, the target's previous file is kept under a hard link (copied where none can be made,
+//! renamed aside where it cannot be copied; the write is refused when none of these works); when it fails (or is dropped
 //! unfinished), that file is put back, or what the write left is removed, and a directory
 //! write's new files (`<write id>_<part>.<extension>`, as DataFusion names them) are removed.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
@@ -27,6 +24,9 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::TryStreamExt;
+
+use super::interrupt::{Undo, lock, on_interrupt};
+use super::restore::{Before, Target};
 
 /// The rule: each write of local files guarded by a [`GuardedWriteExec`].
 #[derive(Debug, Default)]
@@ -64,14 +64,6 @@ impl PhysicalOptimizerRule for GuardedWrites {
     fn schema_check(&self) -> bool {
         true
     }
-}
-
-/// Where a write lands: one file, or files DataFusion names in a directory.
-#[derive(Debug, Clone)]
-pub(super) struct Target {
-    path: PathBuf,
-    single_file: bool,
-    extension: String,
 }
 
 impl Target {
@@ -211,18 +203,6 @@ impl ExecutionPlan for GuardedWriteExec {
     }
 }
 
-/// Distinguishes the kept files of writes in one process.
-static NEXT: AtomicU64 = AtomicU64::new(0);
-
-/// How a single-file target's previous file is kept while the write runs.
-#[derive(Debug)]
-enum Kept {
-    /// Under a hard link beside it: the target stays in place.
-    Linked(PathBuf),
-    /// Renamed aside (a file system without hard links): the target is absent meanwhile.
-    Moved(PathBuf),
-}
-
 /// A write's [`Before`], settled once: committed when the write succeeds, else restored — when
 /// the write fails, its stream is dropped unfinished, or the process is interrupted (a signal
 /// the binary watches: see [`super::interrupt`]).
@@ -231,18 +211,12 @@ struct Guard {
     _undo: super::interrupt::Pending,
 }
 
-/// `m` locked, also after a panic elsewhere (the state is a few paths: still usable).
-fn lock(m: &std::sync::Mutex<Before>) -> std::sync::MutexGuard<'_, Before> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Guard {
     /// Keeps what `target` holds before its write; an error (nothing written yet) when its
     /// previous file cannot be kept.
     fn before(target: &Target) -> Result<Guard> {
         let before = Arc::new(std::sync::Mutex::new(Before::take(target)?));
-        let shared = before.clone();
-        let undo = super::interrupt::on_interrupt(move || lock(&shared).restore());
+        let undo = on_interrupt(Undo::Restore(before.clone()));
         Ok(Guard {
             before,
             _undo: undo,
@@ -257,229 +231,5 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         lock(&self.before).restore();
-    }
-}
-
-/// What a write's target held before it, until the write succeeds.
-#[derive(Debug)]
-struct Before {
-    target: Target,
-    /// The previous file of a single-file target.
-    previous: Option<Kept>,
-    /// The files under a directory target before the write.
-    files_before: HashSet<PathBuf>,
-    /// The directories under a directory target before the write (its partitions').
-    dirs_before: HashSet<PathBuf>,
-    /// The outermost directory the write's target lies in that did not exist before it: what
-    /// the writer created on the way (`COPY .. TO 'new/sub/x.csv'`).
-    created: Option<PathBuf>,
-    /// The object store's staged files of a single-file target before the write (`out.csv#1`,
-    /// left by a killed run): not this write's to remove.
-    staged_before: HashSet<PathBuf>,
-    /// Committed or restored.
-    settled: bool,
-}
-
-impl Before {
-    /// What `target` holds before its write; an error (nothing written yet) when its previous
-    /// file cannot be kept.
-    fn take(target: &Target) -> Result<Before> {
-        let mut guard = Before {
-            target: target.clone(),
-            previous: None,
-            files_before: HashSet::new(),
-            dirs_before: HashSet::new(),
-            created: None,
-            staged_before: super::interrupt::staged_files(&target.path),
-            settled: false,
-        };
-        let within = match target.single_file {
-            true => target.path.parent(),
-            false => Some(target.path.as_path()),
-        };
-        guard.created = within.and_then(|dir| {
-            dir.ancestors()
-                .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
-                .last()
-                .map(Path::to_path_buf)
-        });
-        match target.single_file {
-            true if target.path.is_file() => {
-                // A short name of its own, not the target's name lengthened: past the file
-                // system's 255 bytes a name made from a long target's failed, and the failed
-                // write then removed the target it could not keep.
-                let kept = target.path.with_file_name(format!(
-                    ".pbg-previous-{}-{}",
-                    std::process::id(),
-                    NEXT.fetch_add(1, Ordering::Relaxed)
-                ));
-                guard.previous = Some(match std::fs::hard_link(&target.path, &kept) {
-                    Ok(()) => Kept::Linked(kept),
-                    Err(_) => match std::fs::rename(&target.path, &kept) {
-                        Ok(()) => Kept::Moved(kept),
-                        Err(e) => {
-                            return Err(datafusion::error::DataFusionError::Execution(format!(
-                                "{}: its previous file cannot be kept aside while the write runs ({e}): nothing was written",
-                                target.path.display()
-                            )));
-                        }
-                    },
-                });
-            }
-            true => {}
-            false => {
-                files_under(&target.path, 0, &mut guard.files_before);
-                dirs_under(&target.path, 0, &mut guard.dirs_before);
-            }
-        }
-        Ok(guard)
-    }
-
-    fn commit(&mut self) {
-        if std::mem::replace(&mut self.settled, true) {
-            return;
-        }
-        if let Some(Kept::Linked(kept) | Kept::Moved(kept)) = self.previous.take() {
-            let _ = std::fs::remove_file(kept);
-        }
-    }
-
-    /// Puts the target back as it was (once: a settled write is left as it is).
-    fn restore(&mut self) {
-        if std::mem::replace(&mut self.settled, true) {
-            return;
-        }
-        if self.target.single_file {
-            // What the object store staged for the target (an interrupted write's part).
-            for staged in
-                super::interrupt::staged_files(&self.target.path).difference(&self.staged_before)
-            {
-                let _ = std::fs::remove_file(staged);
-            }
-            match self.previous.take() {
-                // A write that failed before it replaced the target leaves the link and the
-                // target one file, which `rename` leaves both names of: the link is removed.
-                Some(Kept::Linked(link)) if super::atomic::same_file(&link, &self.target.path) => {
-                    let _ = std::fs::remove_file(link);
-                }
-                Some(Kept::Linked(kept) | Kept::Moved(kept)) => {
-                    let _ = std::fs::rename(&kept, &self.target.path);
-                }
-                None => {
-                    let _ = std::fs::remove_file(&self.target.path);
-                }
-            }
-        } else {
-            let mut now = HashSet::new();
-            files_under(&self.target.path, 0, &mut now);
-            for file in now.difference(&self.files_before) {
-                if written_by_datafusion(file, &self.target.extension) {
-                    let _ = std::fs::remove_file(file);
-                }
-            }
-            // The partition directories the write made (`p=0/`), deepest first; only empty
-            // ones go.
-            let mut dirs = HashSet::new();
-            dirs_under(&self.target.path, 0, &mut dirs);
-            let mut made: Vec<&PathBuf> = dirs.difference(&self.dirs_before).collect();
-            made.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-            for dir in made {
-                let _ = std::fs::remove_dir(dir);
-            }
-        }
-        // The directories made on the way to the target, if the write left them empty.
-        if let Some(created) = &self.created {
-            remove_empty_dirs(created);
-        }
-    }
-}
-
-/// The deepest directories a directory target's files are looked for in (hive partitions).
-const MAX_DEPTH: usize = 16;
-
-/// The files under `dir`, to [`MAX_DEPTH`].
-fn files_under(dir: &Path, depth: usize, out: &mut HashSet<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() && depth < MAX_DEPTH => files_under(&path, depth + 1, out),
-            Ok(t) if t.is_file() => {
-                out.insert(path);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The directories under `dir`, to [`MAX_DEPTH`].
-fn dirs_under(dir: &Path, depth: usize, out: &mut HashSet<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_dir()) && depth < MAX_DEPTH {
-            let path = entry.path();
-            dirs_under(&path, depth + 1, out);
-            out.insert(path);
-        }
-    }
-}
-
-/// Removes `dir` and the directories under it, deepest first, as far as they are empty (a file
-/// anywhere keeps its directories).
-fn remove_empty_dirs(dir: &Path) {
-    let mut dirs = HashSet::new();
-    dirs_under(dir, 0, &mut dirs);
-    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
-    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-    for d in dirs {
-        let _ = std::fs::remove_dir(d);
-    }
-    let _ = std::fs::remove_dir(dir);
-}
-
-/// Whether `file` is named as DataFusion names the files of a directory write:
-/// `<16 letters or digits>_<part>.<extension>`, or `<16 letters or digits>.<extension>` in a
-/// partition directory.
-fn written_by_datafusion(file: &Path, extension: &str) -> bool {
-    let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
-    // A file the object store is still filling (an interrupted write's) ends in `#<digits>`.
-    let name = match name.rsplit_once('#') {
-        Some((file, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => file,
-        _ => name,
-    };
-    let Some(stem) = name.strip_suffix(&format!(".{extension}")) else {
-        return false;
-    };
-    // `<id>_<part>` in a directory, `<id>` in a partition directory.
-    let (id, part) = stem.split_once('_').unwrap_or((stem, "0"));
-    id.len() == 16
-        && id.bytes().all(|b| b.is_ascii_alphanumeric())
-        && !part.is_empty()
-        && part.bytes().all(|b| b.is_ascii_digit())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn datafusion_names_are_recognized() {
-        let ok = |n: &str| written_by_datafusion(Path::new(n), "csv");
-        assert!(ok("/d/AbCdEfGh12345678_0.csv"));
-        assert!(ok("/d/x=1/AbCdEfGh12345678_12.csv"));
-        assert!(ok("/d/x=1/AbCdEfGh12345678.csv"));
-        assert!(ok("/d/AbCdEfGh12345678_0.csv#1"));
-        assert!(!ok("/d/AbCdEfGh12345678_0.csv#"));
-        assert!(!ok("/d/people.csv"));
-        assert!(!ok("/d/AbCdEfGh12345678_0.parquet"));
-        assert!(!ok("/d/AbCdEfGh1234567_0.csv"));
-        assert!(!ok("/d/AbCdEfGh12345678_.csv"));
-        assert!(!ok("/d/AbCdEfGh12345678_x.csv"));
     }
 }

@@ -1,21 +1,61 @@
-//! What an interrupted process undoes before it ends. A `COPY` stopped by Ctrl-C or `kill` left
-//! the object store's staged part of its target (`out.csv#1`, a visible partial release) and the
-//! hidden link to the previous file; a release's temporary file waited for the next run to the
-//! same output. Writes register an undo while they run ([`on_interrupt`]); the binary's signal
-//! watcher runs them all ([`undo_all`]) and then ends the process as the signal would. A library
-//! user without such a watcher loses nothing: the undo of a write that ends is withdrawn.
+//! What an interrupted process undoes. A `COPY` stopped by Ctrl-C or `kill` left the object
+//! store's staged part of its target (`out.csv#1`, a visible partial result) and the hidden copy
+//! of the previous file; a release its temporary file, until the next run to the same output.
+//! Writes register what would undo them while they run ([`on_interrupt`]). The binary's signal
+//! watcher hands a record of them ([`pending_record`]) to a process of its own, which carries
+//! them out ([`undo_recorded`]) once the interrupted process has ended: undone while its
+//! writers still ran, a partitioned write went on adding files after the cleanup had listed
+//! them (an attack round found 100 of 2000 partitions left). [`undo_all`] undoes in process.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// An undo action.
-type Undo = Arc<dyn Fn() + Send + Sync>;
+use super::restore::Before;
+
+/// What undoes one write under way.
+pub(crate) enum Undo {
+    /// Removes a file the write makes (a release's temporary file), with what the object store
+    /// staged for it.
+    Remove(PathBuf),
+    /// Puts a guarded write's target back as it was (unless the write has settled).
+    Restore(Arc<Mutex<Before>>),
+}
+
+impl Undo {
+    fn run(&self) {
+        match self {
+            Undo::Remove(file) => remove_with_staged(file),
+            Undo::Restore(before) => lock(before).restore(),
+        }
+    }
+
+    /// The action as data, for the process that carries it out.
+    fn record(&self) -> serde_json::Value {
+        match self {
+            Undo::Remove(file) => serde_json::json!({ "remove": file }),
+            Undo::Restore(before) => serde_json::json!({ "restore": &*lock(before) }),
+        }
+    }
+}
+
+/// `m` locked, also after a panic elsewhere (its state is a few paths: still usable).
+pub(crate) fn lock(m: &Mutex<Before>) -> std::sync::MutexGuard<'_, Before> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes `file` and the object store's staged files of it.
+fn remove_with_staged(file: &std::path::Path) {
+    let _ = std::fs::remove_file(file);
+    for staged in staged_files(file) {
+        let _ = std::fs::remove_file(staged);
+    }
+}
 
 /// Undo actions of the writes running now, by their number.
 pub(crate) struct Undos {
-    pending: Mutex<Vec<(u64, Undo)>>,
+    pending: Mutex<Vec<(u64, Arc<Undo>)>>,
     next: AtomicU64,
 }
 
@@ -45,23 +85,22 @@ impl Undos {
     fn register(&'static self, undo: Undo) -> Pending {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        pending.push((id, undo));
+        pending.push((id, Arc::new(undo)));
         Pending { undos: self, id }
     }
 
-    fn run_all(&self) {
+    /// The actions registered now, newest first (a write's undo may rely on an older one's
+    /// state), taken: none of them runs twice.
+    fn take(&self) -> Vec<Arc<Undo>> {
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        // Newest first: a write's undo may rely on an older one's state.
-        for (_, undo) in pending.into_iter().rev() {
-            undo();
-        }
+        pending.into_iter().rev().map(|(_, u)| u).collect()
     }
 }
 
-/// Registers `undo`, to be run if the process is interrupted before the returned [`Pending`]
-/// is dropped.
-pub fn on_interrupt(undo: impl Fn() + Send + Sync + 'static) -> Pending {
-    UNDOS.register(Arc::new(undo))
+/// Registers `undo`, to be carried out if the process is interrupted before the returned
+/// [`Pending`] is dropped.
+pub(crate) fn on_interrupt(undo: Undo) -> Pending {
+    UNDOS.register(undo)
 }
 
 impl Drop for Pending {
@@ -71,9 +110,36 @@ impl Drop for Pending {
     }
 }
 
-/// Runs every registered undo action once (the interrupted process's last act).
+/// Carries out every registered undo action now, in this process.
 pub fn undo_all() {
-    UNDOS.run_all();
+    for undo in UNDOS.take() {
+        undo.run();
+    }
+}
+
+/// Every registered undo action as a record (JSON) for [`undo_recorded`], taken: this process
+/// carries none of them out any more.
+pub fn pending_record() -> String {
+    let records: Vec<serde_json::Value> = UNDOS.take().iter().map(|u| u.record()).collect();
+    serde_json::Value::Array(records).to_string()
+}
+
+/// Carries out the undo actions of `record` ([`pending_record`]), in order.
+pub fn undo_recorded(record: &str) -> Result<(), String> {
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(record).map_err(|e| format!("an undo record: {e}"))?;
+    for record in records {
+        if let Some(file) = record.get("remove") {
+            let file: PathBuf =
+                serde_json::from_value(file.clone()).map_err(|e| format!("an undo record: {e}"))?;
+            remove_with_staged(&file);
+        } else if let Some(before) = record.get("restore") {
+            let mut before: Before = serde_json::from_value(before.clone())
+                .map_err(|e| format!("an undo record: {e}"))?;
+            before.restore();
+        }
+    }
+    Ok(())
 }
 
 /// Whether `name` is `stem` with the object store's staging suffix (`#` and digits): the file a
@@ -108,19 +174,26 @@ mod tests {
     fn undo_runs_once_unless_withdrawn() {
         // A registry of the test's own: the process's holds other tests' writes.
         static LOCAL: Undos = Undos::new();
-        let runs = Arc::new(AtomicU64::new(0));
-        let counted = |runs: &Arc<AtomicU64>| -> Undo {
-            let runs = runs.clone();
-            Arc::new(move || {
-                runs.fetch_add(1, Ordering::Relaxed);
-            })
-        };
-        let kept = LOCAL.register(counted(&runs));
-        drop(LOCAL.register(counted(&runs)));
-        LOCAL.run_all();
-        LOCAL.run_all();
-        assert_eq!(runs.load(Ordering::Relaxed), 1);
-        drop(kept);
+        let dir = tempfile::tempdir().unwrap();
+        let (kept, gone) = (dir.path().join("kept"), dir.path().join("gone"));
+        for f in [&kept, &gone] {
+            std::fs::write(f, "x").unwrap();
+        }
+        std::fs::write(dir.path().join("gone#1"), "x").unwrap();
+        let pending = LOCAL.register(Undo::Remove(gone.clone()));
+        drop(LOCAL.register(Undo::Remove(kept.clone())));
+        let taken = LOCAL.take();
+        assert_eq!(taken.len(), 1);
+        assert!(LOCAL.take().is_empty());
+        // Through its record, as the process the binary hands it to carries it out.
+        let record = serde_json::Value::Array(taken.iter().map(|u| u.record()).collect());
+        undo_recorded(&record.to_string()).unwrap();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["kept"]);
+        drop(pending);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod guarded_arrow;
 mod guarded_write;
 pub mod interrupt;
 mod read;
+mod restore;
 mod write;
 
 pub use atomic::{

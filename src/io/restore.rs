@@ -1,0 +1,272 @@
+//! What a write's target held before it, and putting it back: the previous file of a
+//! single-file target kept aside, the files and directories of a directory target listed. Kept
+//! as data so that it can be settled in this process (a failed or dropped write) or, after an
+//! interrupted process has ended, by the process it hands it to ([`super::interrupt`]).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::common::Result;
+use serde::{Deserialize, Serialize};
+
+/// Where a write lands: one file, or files DataFusion names in a directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Target {
+    /// The file, or the directory.
+    pub(super) path: PathBuf,
+    /// Whether the write makes the one file `path`.
+    pub(super) single_file: bool,
+    /// The extension of the files a directory write makes.
+    pub(super) extension: String,
+}
+
+/// Distinguishes the kept files of writes in one process.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// How a single-file target's previous file is kept while the write runs.
+#[derive(Debug, Serialize, Deserialize)]
+enum Kept {
+    /// Under a hard link beside it: the target stays in place.
+    Linked(PathBuf),
+    /// Copied beside it, where no link can be made (a file system without them, or another
+    /// user's file under `fs.protected_hardlinks`): the target stays in place.
+    Copied(PathBuf),
+    /// Renamed aside, where it cannot be copied either: the target is absent meanwhile.
+    Moved(PathBuf),
+}
+
+/// What a write's target held before it, until the write succeeds.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Before {
+    target: Target,
+    /// The previous file of a single-file target.
+    previous: Option<Kept>,
+    /// The files under a directory target before the write.
+    files_before: HashSet<PathBuf>,
+    /// The directories under a directory target before the write (its partitions').
+    dirs_before: HashSet<PathBuf>,
+    /// The outermost directory the write's target lies in that did not exist before it: what
+    /// the writer created on the way (`COPY .. TO 'new/sub/x.csv'`).
+    created: Option<PathBuf>,
+    /// The object store's staged files of a single-file target before the write (`out.csv#1`,
+    /// left by a killed run): not this write's to remove.
+    staged_before: HashSet<PathBuf>,
+    /// Committed or restored.
+    settled: bool,
+}
+
+impl Before {
+    /// What `target` holds before its write; an error (nothing written yet) when its previous
+    /// file cannot be kept.
+    pub(super) fn take(target: &Target) -> Result<Before> {
+        let mut guard = Before {
+            target: target.clone(),
+            previous: None,
+            files_before: HashSet::new(),
+            dirs_before: HashSet::new(),
+            created: None,
+            staged_before: super::interrupt::staged_files(&target.path),
+            settled: false,
+        };
+        let within = match target.single_file {
+            true => target.path.parent(),
+            false => Some(target.path.as_path()),
+        };
+        guard.created = within.and_then(|dir| {
+            dir.ancestors()
+                .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+                .last()
+                .map(Path::to_path_buf)
+        });
+        match target.single_file {
+            true if target.path.is_file() => {
+                // A short name of its own, not the target's name lengthened: past the file
+                // system's 255 bytes a name made from a long target's failed, and the failed
+                // write then removed the target it could not keep.
+                let kept = target.path.with_file_name(format!(
+                    ".pbg-previous-{}-{}",
+                    std::process::id(),
+                    NEXT.fetch_add(1, Ordering::Relaxed)
+                ));
+                let copied = || match std::fs::copy(&target.path, &kept) {
+                    Ok(_) => true,
+                    Err(_) => {
+                        let _ = std::fs::remove_file(&kept);
+                        false
+                    }
+                };
+                guard.previous = Some(if std::fs::hard_link(&target.path, &kept).is_ok() {
+                    Kept::Linked(kept)
+                } else if copied() {
+                    Kept::Copied(kept)
+                } else {
+                    match std::fs::rename(&target.path, &kept) {
+                        Ok(()) => Kept::Moved(kept),
+                        Err(e) => {
+                            return Err(datafusion::error::DataFusionError::Execution(format!(
+                                "{}: its previous file cannot be kept aside while the write runs ({e}): nothing was written",
+                                target.path.display()
+                            )));
+                        }
+                    }
+                });
+            }
+            true => {}
+            false => (guard.files_before, guard.dirs_before) = tree(&target.path),
+        }
+        Ok(guard)
+    }
+
+    /// The write succeeded: the kept previous file goes.
+    pub(super) fn commit(&mut self) {
+        if std::mem::replace(&mut self.settled, true) {
+            return;
+        }
+        if let Some(Kept::Linked(kept) | Kept::Copied(kept) | Kept::Moved(kept)) =
+            self.previous.take()
+        {
+            let _ = std::fs::remove_file(kept);
+        }
+    }
+
+    /// Puts the target back as it was (once: a settled write is left as it is).
+    pub(crate) fn restore(&mut self) {
+        if std::mem::replace(&mut self.settled, true) {
+            return;
+        }
+        if self.target.single_file {
+            // What the object store staged for the target (an interrupted write's part).
+            for staged in
+                super::interrupt::staged_files(&self.target.path).difference(&self.staged_before)
+            {
+                let _ = std::fs::remove_file(staged);
+            }
+            match self.previous.take() {
+                // A write that failed before it replaced the target leaves the link and the
+                // target one file, which `rename` leaves both names of: the link is removed.
+                Some(Kept::Linked(link)) if super::atomic::same_file(&link, &self.target.path) => {
+                    let _ = std::fs::remove_file(link);
+                }
+                Some(Kept::Linked(kept) | Kept::Copied(kept) | Kept::Moved(kept)) => {
+                    let _ = std::fs::rename(&kept, &self.target.path);
+                }
+                None => {
+                    let _ = std::fs::remove_file(&self.target.path);
+                }
+            }
+        } else {
+            let (files, dirs) = tree(&self.target.path);
+            for file in files.difference(&self.files_before) {
+                if written_by_datafusion(file, &self.target.extension) {
+                    let _ = std::fs::remove_file(file);
+                }
+            }
+            // The partition directories the write made (`p=0/`), deepest first; only empty
+            // ones go.
+            let mut made: Vec<&PathBuf> = dirs.difference(&self.dirs_before).collect();
+            made.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            for dir in made {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        // The directories made on the way to the target, if the write left them empty.
+        if let Some(created) = &self.created {
+            remove_empty_dirs(created);
+        }
+    }
+}
+
+/// The deepest directories a directory target's files are looked for in (hive partitions: one
+/// level a partition column).
+const MAX_DEPTH: usize = 256;
+
+/// The files and the directories under `dir`, to [`MAX_DEPTH`], through symbolic links to
+/// directories too (a partition directory may be one: the write's files land where it leads),
+/// each directory walked once.
+fn tree(dir: &Path) -> (HashSet<PathBuf>, HashSet<PathBuf>) {
+    fn walk(
+        dir: &Path,
+        depth: usize,
+        seen: &mut HashSet<PathBuf>,
+        out: &mut (HashSet<PathBuf>, HashSet<PathBuf>),
+    ) {
+        if depth > MAX_DEPTH || !std::fs::canonicalize(dir).is_ok_and(|c| seen.insert(c)) {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            // The entry itself, or where a symbolic link leads.
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => {
+                    walk(&path, depth + 1, seen, out);
+                    out.1.insert(path);
+                }
+                Ok(m) if m.is_file() => {
+                    out.0.insert(path);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = (HashSet::new(), HashSet::new());
+    walk(dir, 0, &mut HashSet::new(), &mut out);
+    out
+}
+
+/// Removes `dir` and the directories under it, deepest first, as far as they are empty (a file
+/// anywhere keeps its directories).
+fn remove_empty_dirs(dir: &Path) {
+    let mut dirs: Vec<PathBuf> = tree(dir).1.into_iter().collect();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Whether `file` is named as DataFusion names the files of a directory write:
+/// `<16 letters or digits>_<part>.<extension>`, or `<16 letters or digits>.<extension>` in a
+/// partition directory.
+fn written_by_datafusion(file: &Path, extension: &str) -> bool {
+    let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    // A file the object store is still filling (an interrupted write's) ends in `#<digits>`.
+    let name = match name.rsplit_once('#') {
+        Some((file, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => file,
+        _ => name,
+    };
+    let Some(stem) = name.strip_suffix(&format!(".{extension}")) else {
+        return false;
+    };
+    // `<id>_<part>` in a directory, `<id>` in a partition directory.
+    let (id, part) = stem.split_once('_').unwrap_or((stem, "0"));
+    id.len() == 16
+        && id.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !part.is_empty()
+        && part.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datafusion_names_are_recognized() {
+        let ok = |n: &str| written_by_datafusion(Path::new(n), "csv");
+        assert!(ok("/d/AbCdEfGh12345678_0.csv"));
+        assert!(ok("/d/x=1/AbCdEfGh12345678_12.csv"));
+        assert!(ok("/d/x=1/AbCdEfGh12345678.csv"));
+        assert!(ok("/d/AbCdEfGh12345678_0.csv#1"));
+        assert!(!ok("/d/AbCdEfGh12345678_0.csv#"));
+        assert!(!ok("/d/people.csv"));
+        assert!(!ok("/d/AbCdEfGh12345678_0.parquet"));
+        assert!(!ok("/d/AbCdEfGh1234567_0.csv"));
+        assert!(!ok("/d/AbCdEfGh12345678_.csv"));
+        assert!(!ok("/d/AbCdEfGh12345678_x.csv"));
+    }
+}
