@@ -1452,6 +1452,11 @@ fn links_left(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The batches of `sql` run in `ctx`.
+async fn run_sql(ctx: SessionContext, sql: String) -> datafusion::error::Result<Vec<RecordBatch>> {
+    ctx.sql(&sql).await?.collect().await
+}
+
 /// A failed write leaves its target as it was: DataFusion 55 finishes the writers of a failed
 /// write, which left the rows before the failure in the target (part of a release, its
 /// classes cut below k) or an existing target empty.
@@ -1460,10 +1465,7 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = SessionContext::new();
     pbg::sql::register(&ctx);
-    let run = |sql: String| {
-        let ctx = ctx.clone();
-        async move { ctx.sql(&sql).await?.collect().await }
-    };
+    let run = |sql: String| run_sql(ctx.clone(), sql);
     let late = FAILS_LATE;
     // Fails at its first batch (a struct cannot go to CSV).
     let early = "SELECT named_struct('x', value) AS s FROM generate_series(1, 10)";
@@ -1548,10 +1550,7 @@ async fn a_failed_arrow_copy_leaves_its_target_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = SessionContext::new();
     pbg::sql::register(&ctx);
-    let run = |sql: String| {
-        let ctx = ctx.clone();
-        async move { ctx.sql(&sql).await?.collect().await }
-    };
+    let run = |sql: String| run_sql(ctx.clone(), sql);
     let count = |sql: String| {
         let ctx = ctx.clone();
         async move {
