@@ -378,7 +378,7 @@ fn lands_in(out: &Path, output: &Path, source: &Path) -> Option<&'static str> {
     if out == src {
         return Some("is the input");
     }
-    if same_file(out, &src) {
+    if super::restore::same_file(out, &src) {
         return Some("is another name (a hard link) of the input");
     }
     if src.is_dir() {
@@ -396,24 +396,6 @@ fn lands_in(out: &Path, output: &Path, source: &Path) -> Option<&'static str> {
         }
     }
     None
-}
-
-/// Whether `a` and `b` both exist and are one file (a hard link has its own path: the release
-/// renamed over it replaced, under that name, the very rows it was made from).
-pub(super) fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(x), Ok(y)) => x.is_file() && x.dev() == y.dev() && x.ino() == y.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
-        false
-    }
 }
 
 /// Refuses a directory `output` that a partitioned write (`COPY … PARTITIONED BY`) fills with

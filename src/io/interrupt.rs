@@ -7,12 +7,11 @@
 //! writers still ran, a partitioned write went on adding files after the cleanup had listed
 //! them (an attack round found 100 of 2000 partitions left). [`undo_all`] undoes in process.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::restore::Before;
+use super::restore::{Before, staged_files};
 
 /// What undoes one write under way.
 pub(crate) enum Undo {
@@ -142,30 +141,6 @@ pub fn undo_recorded(record: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `name` is `stem` with the object store's staging suffix (`#` and digits): the file a
-/// local write fills before it renames it into place.
-pub(crate) fn staged_name_of(name: &str, stem: &str) -> bool {
-    name.strip_prefix(stem)
-        .and_then(|rest| rest.strip_prefix('#'))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The object store's staged files of `file` (`file#1`, ...) beside it.
-pub(crate) fn staged_files(file: &std::path::Path) -> HashSet<PathBuf> {
-    let (Some(dir), Some(stem)) = (file.parent(), file.file_name()) else {
-        return HashSet::new();
-    };
-    let stem = stem.to_string_lossy();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return HashSet::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| staged_name_of(&e.file_name().to_string_lossy(), &stem))
-        .map(|e| e.path())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,15 +169,5 @@ mod tests {
             .collect();
         assert_eq!(left, ["kept"]);
         drop(pending);
-    }
-
-    #[test]
-    fn staged_names_are_the_stores() {
-        assert!(staged_name_of("out.csv#1", "out.csv"));
-        assert!(staged_name_of("out.csv#12", "out.csv"));
-        assert!(!staged_name_of("out.csv#", "out.csv"));
-        assert!(!staged_name_of("out.csv#1x", "out.csv"));
-        assert!(!staged_name_of("out.csv", "out.csv"));
-        assert!(!staged_name_of("out.csv2#1", "out.csv"));
     }
 }

@@ -66,7 +66,7 @@ impl Before {
             files_before: HashSet::new(),
             dirs_before: HashSet::new(),
             created: None,
-            staged_before: super::interrupt::staged_files(&target.path),
+            staged_before: staged_files(&target.path),
             settled: false,
         };
         let within = match target.single_file {
@@ -137,15 +137,13 @@ impl Before {
         }
         if self.target.single_file {
             // What the object store staged for the target (an interrupted write's part).
-            for staged in
-                super::interrupt::staged_files(&self.target.path).difference(&self.staged_before)
-            {
+            for staged in staged_files(&self.target.path).difference(&self.staged_before) {
                 let _ = std::fs::remove_file(staged);
             }
             match self.previous.take() {
                 // A write that failed before it replaced the target leaves the link and the
                 // target one file, which `rename` leaves both names of: the link is removed.
-                Some(Kept::Linked(link)) if super::atomic::same_file(&link, &self.target.path) => {
+                Some(Kept::Linked(link)) if same_file(&link, &self.target.path) => {
                     let _ = std::fs::remove_file(link);
                 }
                 Some(Kept::Linked(kept) | Kept::Copied(kept) | Kept::Moved(kept)) => {
@@ -251,9 +249,61 @@ fn written_by_datafusion(file: &Path, extension: &str) -> bool {
         && part.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Whether `a` and `b` both exist and are one file (a hard link has its own path: the release
+/// renamed over it replaced, under that name, the very rows it was made from).
+pub(super) fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.is_file() && x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
+/// Whether `name` is `stem` with the object store's staging suffix (`#` and digits): the file a
+/// local write fills before it renames it into place.
+fn staged_name_of(name: &str, stem: &str) -> bool {
+    name.strip_prefix(stem)
+        .and_then(|rest| rest.strip_prefix('#'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The object store's staged files of `file` (`file#1`, ...) beside it.
+pub(crate) fn staged_files(file: &std::path::Path) -> HashSet<PathBuf> {
+    let (Some(dir), Some(stem)) = (file.parent(), file.file_name()) else {
+        return HashSet::new();
+    };
+    let stem = stem.to_string_lossy();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return HashSet::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| staged_name_of(&e.file_name().to_string_lossy(), &stem))
+        .map(|e| e.path())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn staged_names_are_the_stores() {
+        assert!(staged_name_of("out.csv#1", "out.csv"));
+        assert!(staged_name_of("out.csv#12", "out.csv"));
+        assert!(!staged_name_of("out.csv#", "out.csv"));
+        assert!(!staged_name_of("out.csv#1x", "out.csv"));
+        assert!(!staged_name_of("out.csv", "out.csv"));
+        assert!(!staged_name_of("out.csv2#1", "out.csv"));
+    }
 
     #[test]
     fn datafusion_names_are_recognized() {
