@@ -123,11 +123,16 @@ fn watch_interrupts() {
                 return;
             }
             hand_over_undo();
+            // Only the signal taken is unblocked: a second one already pending (`kill -INT`,
+            // then `kill -TERM`) ended the process with its own status instead.
             // SAFETY: the default action restored and the signal unblocked in this thread, the
             // raised signal ends the process with its status, as it would have.
             unsafe {
+                let mut taken: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut taken);
+                libc::sigaddset(&mut taken, signal);
                 libc::signal(signal, libc::SIG_DFL);
-                libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, &taken, std::ptr::null_mut());
                 libc::raise(signal);
             }
         });
