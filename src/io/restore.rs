@@ -36,6 +36,15 @@ enum Kept {
     Moved(PathBuf),
 }
 
+impl Kept {
+    /// Where the previous file is kept.
+    fn path(&self) -> &Path {
+        match self {
+            Kept::Linked(p) | Kept::Copied(p) | Kept::Moved(p) => p,
+        }
+    }
+}
+
 /// What a write's target held before it, until the write succeeds.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Before {
@@ -123,10 +132,8 @@ impl Before {
         if std::mem::replace(&mut self.settled, true) {
             return;
         }
-        if let Some(Kept::Linked(kept) | Kept::Copied(kept) | Kept::Moved(kept)) =
-            self.previous.take()
-        {
-            let _ = std::fs::remove_file(kept);
+        if let Some(kept) = self.previous.take() {
+            let _ = std::fs::remove_file(kept.path());
         }
     }
 
@@ -146,8 +153,8 @@ impl Before {
                 Some(Kept::Linked(link)) if same_file(&link, &self.target.path) => {
                     let _ = std::fs::remove_file(link);
                 }
-                Some(Kept::Linked(kept) | Kept::Copied(kept) | Kept::Moved(kept)) => {
-                    let _ = std::fs::rename(&kept, &self.target.path);
+                Some(kept) => {
+                    let _ = std::fs::rename(kept.path(), &self.target.path);
                 }
                 None => {
                     let _ = std::fs::remove_file(&self.target.path);
@@ -234,10 +241,7 @@ fn written_by_datafusion(file: &Path, extension: &str) -> bool {
         return false;
     };
     // A file the object store is still filling (an interrupted write's) ends in `#<digits>`.
-    let name = match name.rsplit_once('#') {
-        Some((file, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => file,
-        _ => name,
-    };
+    let name = unstaged(name).unwrap_or(name);
     let Some(stem) = name.strip_suffix(&format!(".{extension}")) else {
         return false;
     };
@@ -267,12 +271,17 @@ pub(super) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Whether `name` is `stem` with the object store's staging suffix (`#` and digits): the file a
-/// local write fills before it renames it into place.
+/// `name` without the object store's staging suffix (`#` and digits: the file a local write
+/// fills before it renames it into place), if it has one.
+fn unstaged(name: &str) -> Option<&str> {
+    name.rsplit_once('#')
+        .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .map(|(file, _)| file)
+}
+
+/// Whether `name` is `stem` staged by the object store.
 fn staged_name_of(name: &str, stem: &str) -> bool {
-    name.strip_prefix(stem)
-        .and_then(|rest| rest.strip_prefix('#'))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    unstaged(name) == Some(stem)
 }
 
 /// The object store's staged files of `file` (`file#1`, ...) beside it.
