@@ -3724,3 +3724,93 @@ fn an_interrupted_copy_leaves_its_target_as_it_was() {
         }
     }
 }
+
+/// A release and its `--report` page land together. A page that fails after the release was
+/// renamed into place (its temporary file made a directory meanwhile) puts the previous release
+/// back; a run interrupted between the two renames ends with both previous files or both new
+/// ones (it was left with the new release beside the previous page).
+#[test]
+fn a_release_and_its_report_page_land_together() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (out, page) = (dir.path().join("r.csv"), dir.path().join("r.html"));
+    let listing = || -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let spawn = || {
+        fs::write(&out, "previous release").unwrap();
+        fs::write(&page, "previous page").unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+            .args(["anonymize", "datasets/adult/adult-arx7.toml", "--node"])
+            .args(["1,1,1,1,0,0,1", "--output", out.to_str().unwrap()])
+            .args(["--report", page.to_str().unwrap()])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let started = std::time::Instant::now();
+    let until = |done: &dyn Fn() -> bool, what: &str| {
+        while !done() {
+            assert!(started.elapsed().as_secs() < 120, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+
+    // The page's temporary file, made at the start, becomes a directory: the page then fails.
+    let child = spawn();
+    let temp = || {
+        listing()
+            .into_iter()
+            .find(|n| n.starts_with(".r.html.pbg-tmp-"))
+    };
+    until(
+        &|| temp().is_some(),
+        "the page's temporary file was never made",
+    );
+    let temp = dir.path().join(temp().unwrap());
+    fs::remove_file(&temp).unwrap();
+    fs::create_dir(&temp).unwrap();
+    let run = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && err.contains("r.html"), "{err}");
+    let kept = |path: &Path, text: &str| fs::read(path).unwrap() == text.as_bytes();
+    assert!(kept(&out, "previous release") && kept(&page, "previous page"));
+    fs::remove_dir(&temp).unwrap();
+    assert_eq!(listing(), ["r.csv", "r.html"], "nothing else is left");
+
+    // SIGTERM as soon as the new release is in place.
+    let child = spawn();
+    let previous = fs::metadata(&out).unwrap().ino();
+    until(
+        &|| fs::metadata(&out).is_ok_and(|m| m.ino() != previous),
+        "the release was never renamed into place",
+    );
+    // SAFETY: the child's pid, a valid signal.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let run = child.wait_with_output().unwrap();
+    // The undo runs once the interrupted process has ended.
+    until(
+        &|| listing() == ["r.csv", "r.html"],
+        "the interrupted run's files were left",
+    );
+    let (release, html) = (fs::read(&out).unwrap(), fs::read(&page).unwrap());
+    let (release, html) = (
+        String::from_utf8_lossy(&release),
+        String::from_utf8_lossy(&html),
+    );
+    match run.status.success() {
+        // The page landed before the signal: both are new.
+        true => assert!(release.starts_with("sex,age") && html.contains("<html")),
+        false => assert!(release == "previous release" && html == "previous page"),
+    }
+}

@@ -165,6 +165,13 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         }
         Ok(())
     };
+    // The release and its page land together: the previous release is kept until the page is
+    // in place, and put back if the page fails or the run is interrupted in between (it was
+    // left beside the previous page).
+    let previous = match (&page, release) {
+        (Some(_), true) => Some(pbg::io::TargetGuard::file(&a.output)?),
+        _ => None,
+    };
     let mut report = if release {
         let ctx = a.profile.session()?;
         job.run(&ctx, &profile, &a.output, &gather, &|name| {
@@ -178,11 +185,11 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         job.dry_run(&ev, &profile, &gather)?
     };
     drop(stages);
-    if let (Some(path), Some(page), Some(facts)) = (
-        &a.report,
-        page,
-        facts.into_inner().unwrap_or_else(|e| e.into_inner()),
-    ) {
+    if let (Some(path), Some(page)) = (&a.report, page) {
+        let facts = facts
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .ok_or_else(|| anyhow::anyhow!("no node was chosen for the report"))?;
         let requirements: Vec<(String, f64, bool)> = match &a.policy.require {
             Some(r) => pbg::policy::Requirement::parse_list(r)?
                 .iter()
@@ -200,6 +207,9 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         let html = super::report::render(&report, &facts, &requirements, &profile_text);
         std::fs::write(page.temp_path(), html).map_err(|e| pbg::PbgError::io(path, e))?;
         page.commit()?;
+        if let Some(previous) = previous {
+            previous.commit();
+        }
         report["report"] = serde_json::json!(path);
     }
     println!("{}", serde_json::to_string(&report)?);

@@ -25,8 +25,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::TryStreamExt;
 
-use super::interrupt::{Undo, lock, on_interrupt};
-use super::restore::{Before, Target};
+use super::guard::TargetGuard;
+use super::restore::Target;
 
 /// The rule: each write of local files guarded by a [`GuardedWriteExec`].
 #[derive(Debug, Default)]
@@ -185,7 +185,7 @@ impl ExecutionPlan for GuardedWriteExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let guard = Guard::before(&self.target)?;
+        let guard = TargetGuard::before(&self.target)?;
         let stream = self.input.execute(partition, context)?;
         let schema = stream.schema();
         // The write's stream yields its count once the write is done: the guard settles then
@@ -200,36 +200,5 @@ impl ExecutionPlan for GuardedWriteExec {
         .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
         .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, written)))
-    }
-}
-
-/// A write's [`Before`], settled once: committed when the write succeeds, else restored — when
-/// the write fails, its stream is dropped unfinished, or the process is interrupted (a signal
-/// the binary watches: see [`super::interrupt`]).
-struct Guard {
-    before: Arc<std::sync::Mutex<Before>>,
-    _undo: super::interrupt::Pending,
-}
-
-impl Guard {
-    /// Keeps what `target` holds before its write; an error (nothing written yet) when its
-    /// previous file cannot be kept.
-    fn before(target: &Target) -> Result<Guard> {
-        let before = Arc::new(std::sync::Mutex::new(Before::take(target)?));
-        let undo = on_interrupt(Undo::Restore(before.clone()));
-        Ok(Guard {
-            before,
-            _undo: undo,
-        })
-    }
-
-    fn commit(self) {
-        lock(&self.before).commit();
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        lock(&self.before).restore();
     }
 }

@@ -2,6 +2,7 @@
 
 mod atomic;
 mod csv_text;
+mod guard;
 mod guarded_arrow;
 mod guarded_write;
 pub mod interrupt;
@@ -14,6 +15,7 @@ pub use atomic::{
     write_text_atomic,
 };
 pub use csv_text::CsvQuoting;
+pub use guard::TargetGuard;
 pub use guarded_arrow::{GuardedArrowFormat, GuardedArrowFormatFactory};
 pub use guarded_write::{GuardedWriteExec, GuardedWrites};
 pub use read::{Table, column_index, read_table, read_table_in};

@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use datafusion::common::Result;
 use serde::{Deserialize, Serialize};
 
 /// Where a write lands: one file, or files DataFusion names in a directory.
@@ -68,7 +67,7 @@ pub(crate) struct Before {
 impl Before {
     /// What `target` holds before its write; an error (nothing written yet) when its previous
     /// file cannot be kept.
-    pub(super) fn take(target: &Target) -> Result<Before> {
+    pub(super) fn take(target: &Target) -> std::io::Result<Before> {
         let mut guard = Before {
             target: target.clone(),
             previous: None,
@@ -113,10 +112,12 @@ impl Before {
                     match std::fs::rename(&target.path, &kept) {
                         Ok(()) => Kept::Moved(kept),
                         Err(e) => {
-                            return Err(datafusion::error::DataFusionError::Execution(format!(
-                                "{}: its previous file cannot be kept aside while the write runs ({e}): nothing was written",
-                                target.path.display()
-                            )));
+                            return Err(std::io::Error::new(
+                                e.kind(),
+                                format!(
+                                    "its previous file cannot be kept aside while the write runs ({e}): nothing was written"
+                                ),
+                            ));
                         }
                     }
                 });
