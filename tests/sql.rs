@@ -1540,6 +1540,31 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
     assert_eq!(std::fs::read_to_string(&previous).unwrap(), "c\n1\n");
     let left = links_left(dir.path());
     assert!(left.is_empty(), "{left:?}");
+    // A name of 254 bytes or more leaves no room for the object store's staged `NAME#1`: named
+    // before anything is written (it was DataFusion's "Internal error" after the write), and
+    // the previous file stays. 253 bytes are written.
+    for (bytes, fits) in [(253, true), (254, false), (255, false)] {
+        let target = dir.path().join(format!("{}.csv", "n".repeat(bytes - 4)));
+        if !fits {
+            std::fs::write(&target, "c\n7\n").unwrap();
+        }
+        let copy = format!(
+            "COPY (SELECT 1 AS c) TO '{}' STORED AS CSV",
+            target.display()
+        );
+        match run(copy).await {
+            Ok(_) => assert!(fits, "{bytes} bytes"),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    !fits && e.contains(&format!("its name is {bytes} bytes")),
+                    "{e}"
+                );
+                assert!(!e.contains("Internal error"), "{e}");
+                assert_eq!(std::fs::read_to_string(&target).unwrap(), "c\n7\n");
+            }
+        }
+    }
 }
 
 /// The same for Arrow IPC targets (DataFusion's Arrow sink is private: pbg's session plans those

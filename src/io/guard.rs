@@ -9,6 +9,12 @@ use std::sync::{Arc, Mutex};
 use super::interrupt::{Pending, Undo, lock, on_interrupt};
 use super::restore::{Before, Target};
 
+/// The longest file name, in bytes, of the file systems pbg writes to (Linux's `NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// What the object store adds to a file's name while it stages it (`#1`).
+const STAGED_SUFFIX: usize = 2;
+
 /// A target's [`Before`], settled once: committed when its write (or writes) succeeded, else
 /// restored — when dropped uncommitted (a failure, a stream dropped unfinished) or when the
 /// process is interrupted (a signal the binary watches: see [`super::interrupt`]).
@@ -32,6 +38,19 @@ impl TargetGuard {
 
     /// [`TargetGuard::keep`] for a `COPY`'s write, its error DataFusion's.
     pub(super) fn before(target: &Target) -> datafusion::common::Result<TargetGuard> {
+        // The object store stages a single file as `NAME#1`: a name too long for that failed
+        // after the write with DataFusion's "Internal error ... a bug in DataFusion's code".
+        let bytes = target
+            .path
+            .file_name()
+            .map_or(0, |n| n.as_encoded_bytes().len());
+        if target.single_file && bytes + STAGED_SUFFIX > NAME_MAX {
+            return Err(datafusion::error::DataFusionError::Execution(format!(
+                "{}: its name is {bytes} bytes; the writer stages it as NAME#1, which must fit the file system's {NAME_MAX}: at most {} (nothing was written)",
+                target.path.display(),
+                NAME_MAX - STAGED_SUFFIX
+            )));
+        }
         TargetGuard::keep(target).map_err(|e| {
             datafusion::error::DataFusionError::Execution(format!("{}: {e}", target.path.display()))
         })
