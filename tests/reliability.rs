@@ -3785,6 +3785,26 @@ fn a_release_and_its_report_page_land_together() {
     fs::remove_dir(&temp).unwrap();
     assert_eq!(listing(), ["r.csv", "r.html"], "nothing else is left");
 
+    // A release refused over a named pipe leaves the pipe (the kept release's undo removed it).
+    let pipe = dir.path().join("pipe.csv");
+    mkfifo(&pipe);
+    let err = fails(&[
+        "anonymize",
+        "datasets/adult/adult-arx7.toml",
+        "--node",
+        "1,1,1,1,0,0,1",
+        "--output",
+        pipe.to_str().unwrap(),
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert!(err.contains("named pipe"), "{err}");
+    assert!(
+        fs::symlink_metadata(&pipe).is_ok(),
+        "the named pipe was removed"
+    );
+    fs::remove_file(&pipe).unwrap();
+
     // SIGTERM as soon as the new release is in place.
     let child = spawn();
     let previous = fs::metadata(&out).unwrap().ino();

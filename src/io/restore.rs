@@ -60,6 +60,10 @@ pub(crate) struct Before {
     /// The object store's staged files of a single-file target before the write (`out.csv#1`,
     /// left by a killed run): not this write's to remove.
     staged_before: HashSet<PathBuf>,
+    /// A single-file target that was there but is no file to keep (a directory, a named pipe,
+    /// a device): never removed (the write is refused over it; a failed release with a report
+    /// page removed the named pipe it was refused over).
+    untouched: bool,
     /// Committed or restored.
     settled: bool,
 }
@@ -75,6 +79,7 @@ impl Before {
             dirs_before: HashSet::new(),
             created: None,
             staged_before: staged_files(&target.path),
+            untouched: false,
             settled: false,
         };
         let within = match target.single_file {
@@ -89,14 +94,7 @@ impl Before {
         });
         match target.single_file {
             true if target.path.is_file() => {
-                // A short name of its own, not the target's name lengthened: past the file
-                // system's 255 bytes a name made from a long target's failed, and the failed
-                // write then removed the target it could not keep.
-                let kept = target.path.with_file_name(format!(
-                    ".pbg-previous-{}-{}",
-                    std::process::id(),
-                    NEXT.fetch_add(1, Ordering::Relaxed)
-                ));
+                let kept = kept_name(&target.path);
                 let copied = || match std::fs::copy(&target.path, &kept) {
                     Ok(_) => true,
                     Err(_) => {
@@ -122,7 +120,16 @@ impl Before {
                     }
                 });
             }
-            true => {}
+            // A symbolic link that leads to no file (dangling, or to a directory) is kept as
+            // it is, by a link to the link itself.
+            true if std::fs::symlink_metadata(&target.path).is_ok_and(|m| m.is_symlink()) => {
+                let kept = kept_name(&target.path);
+                match std::fs::hard_link(&target.path, &kept) {
+                    Ok(()) => guard.previous = Some(Kept::Linked(kept)),
+                    Err(_) => guard.untouched = true,
+                }
+            }
+            true => guard.untouched = std::fs::symlink_metadata(&target.path).is_ok(),
             false => (guard.files_before, guard.dirs_before) = tree(&target.path),
         }
         Ok(guard)
@@ -151,12 +158,13 @@ impl Before {
             match self.previous.take() {
                 // A write that failed before it replaced the target leaves the link and the
                 // target one file, which `rename` leaves both names of: the link is removed.
-                Some(Kept::Linked(link)) if same_file(&link, &self.target.path) => {
+                Some(Kept::Linked(link)) if same_entry(&link, &self.target.path) => {
                     let _ = std::fs::remove_file(link);
                 }
                 Some(kept) => {
                     let _ = std::fs::rename(kept.path(), &self.target.path);
                 }
+                None if self.untouched => {}
                 None => {
                     let _ = std::fs::remove_file(&self.target.path);
                 }
@@ -181,6 +189,17 @@ impl Before {
             remove_empty_dirs(created);
         }
     }
+}
+
+/// A name of its own beside `target` for its kept previous file: short, not the target's name
+/// lengthened (past the file system's 255 bytes a name made from a long target's failed, and
+/// the failed write then removed the target it could not keep).
+fn kept_name(target: &Path) -> PathBuf {
+    target.with_file_name(format!(
+        ".pbg-previous-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 /// The deepest directories a directory target's files are looked for in (hive partitions: one
@@ -272,6 +291,24 @@ pub(super) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Whether the names `a` and `b` are one directory entry's inode, symbolic links not followed
+/// (a link kept of a symbolic link is that link).
+fn same_entry(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
 /// `name` without the object store's staging suffix (`#` and digits: the file a local write
 /// fills before it renames it into place), if it has one.
 fn unstaged(name: &str) -> Option<&str> {
@@ -313,6 +350,49 @@ mod tests {
         assert!(!staged_name_of("out.csv#1x", "out.csv"));
         assert!(!staged_name_of("out.csv", "out.csv"));
         assert!(!staged_name_of("out.csv2#1", "out.csv"));
+    }
+
+    /// A single-file target as a write leaves it when `restore` runs: a dangling symbolic link
+    /// replaced by a file comes back; a named pipe or a directory the write was refused over
+    /// stays (a failed release with a report page removed the named pipe).
+    #[test]
+    fn targets_that_are_no_files_are_kept_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = |name: &str| Target {
+            path: dir.path().join(name),
+            single_file: true,
+            extension: "csv".into(),
+        };
+        let link = dir.path().join("link.csv");
+        std::os::unix::fs::symlink("nowhere.csv", &link).unwrap();
+        let fifo = dir.path().join("fifo.csv");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string naming a path in the test's directory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        std::fs::create_dir(dir.path().join("d.csv")).unwrap();
+        for (name, replaced) in [
+            ("link.csv", true),
+            ("link.csv", false),
+            ("fifo.csv", false),
+            ("d.csv", false),
+        ] {
+            let mut before = Before::take(&target(name)).unwrap();
+            if replaced {
+                std::fs::write(dir.path().join("new"), "x").unwrap();
+                std::fs::rename(dir.path().join("new"), &link).unwrap();
+            }
+            before.restore();
+        }
+        assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("nowhere.csv"));
+        let kinds = |p: &Path| std::fs::symlink_metadata(p).unwrap().file_type();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(kinds(&fifo).is_fifo() && kinds(&dir.path().join("d.csv")).is_dir());
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["d.csv", "fifo.csv", "link.csv"]);
     }
 
     #[test]
