@@ -16,9 +16,7 @@ fn main() -> ExitCode {
     // Rust ignores SIGPIPE, which turns a closed pipe into a panic in println!; restore the default
     // so that `pbg ... | head` ends quietly. Not for cluster roles and clients: they write to
     // sockets, where a peer that went away must be an error, not a silent death of the process.
-    let networked = std::env::args()
-        .skip(1)
-        .any(|a| a == "cluster" || a == "--cluster" || a.starts_with("--cluster="));
+    let networked = networked();
     #[cfg(unix)]
     if !networked {
         // SAFETY: called first thing in main, before any thread exists; SIG_DFL is always valid.
@@ -55,6 +53,27 @@ fn main() -> ExitCode {
             default(info);
         }));
     }
+    let code = run();
+    // An interrupt taken meanwhile ends the process once its undo is handed over: the writes
+    // it guards are put back, whatever this run reached.
+    if !pbg::io::interrupt::finish() {
+        loop {
+            std::thread::park();
+        }
+    }
+    code
+}
+
+/// Whether the command talks to a cluster (a role or a client).
+fn networked() -> bool {
+    std::env::args()
+        .skip(1)
+        .any(|a| a == "cluster" || a == "--cluster" || a.starts_with("--cluster="))
+}
+
+/// Runs the command; its exit status.
+fn run() -> ExitCode {
+    let networked = networked();
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -3805,12 +3805,13 @@ fn a_release_and_its_report_page_land_together() {
     );
     fs::remove_file(&pipe).unwrap();
 
-    // SIGTERM as soon as the new release is in place.
+    // SIGTERM as soon as the new page is in place (the release is renamed just before it): an
+    // interrupt there put the previous release back beside the new page.
     let child = spawn();
-    let previous = fs::metadata(&out).unwrap().ino();
+    let previous = fs::metadata(&page).unwrap().ino();
     until(
-        &|| fs::metadata(&out).is_ok_and(|m| m.ino() != previous),
-        "the release was never renamed into place",
+        &|| fs::metadata(&page).is_ok_and(|m| m.ino() != previous),
+        "the page was never renamed into place",
     );
     // SAFETY: the child's pid, a valid signal.
     assert_eq!(
@@ -3828,9 +3829,23 @@ fn a_release_and_its_report_page_land_together() {
         String::from_utf8_lossy(&release),
         String::from_utf8_lossy(&html),
     );
-    match run.status.success() {
-        // The page landed before the signal: both are new.
-        true => assert!(release.starts_with("sex,age") && html.contains("<html")),
-        false => assert!(release == "previous release" && html == "previous page"),
+    let new = release.starts_with("sex,age") && html.contains("<html");
+    let previous = release == "previous release" && html == "previous page";
+    assert!(
+        new || previous,
+        "{:?}: a new file beside a previous one",
+        run.status
+    );
+
+    // Files replaced keep their access: a `0600` release and page stay `0600`.
+    use std::os::unix::fs::PermissionsExt;
+    let child = spawn();
+    for f in [&out, &page] {
+        fs::set_permissions(f, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    assert!(child.wait_with_output().unwrap().status.success());
+    for f in [&out, &page] {
+        let mode = fs::metadata(f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
     }
 }

@@ -1531,13 +1531,18 @@ async fn a_failed_copy_leaves_its_target_as_it_was() {
     .await
     .unwrap_err();
     assert!(!dir.path().join("new").exists());
-    // No link to a previous file is left beside it, and a write that succeeds replaces it.
+    // No link to a previous file is left beside it, and a write that succeeds replaces it,
+    // keeping its access (a `0600` target came back `0644`).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&previous, std::fs::Permissions::from_mode(0o600)).unwrap();
     let ok = format!(
         "COPY (SELECT 1 AS c) TO '{}' STORED AS CSV",
         previous.display()
     );
     run(ok).await.unwrap();
     assert_eq!(std::fs::read_to_string(&previous).unwrap(), "c\n1\n");
+    let mode = std::fs::metadata(&previous).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
     let left = links_left(dir.path());
     assert!(left.is_empty(), "{left:?}");
     // A name of 254 bytes or more leaves no room for the object store's staged `NAME#1`: named

@@ -187,6 +187,7 @@ impl Engine {
                 &profile,
                 Path::new(output),
                 &|_: &Evaluator, _: &pbg::Node| Ok(()),
+                &|_| Ok(Vec::new()),
                 &|_| {},
             )?;
             Ok::<_, pbg::PbgError>(report.to_string())

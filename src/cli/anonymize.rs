@@ -165,31 +165,19 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
         }
         Ok(())
     };
-    // The release and its page land together: the previous release is kept until the page is
-    // in place, and put back if the page fails or the run is interrupted in between (it was
-    // left beside the previous page).
-    let previous = match (&page, release) {
-        (Some(_), true) => Some(pbg::io::TargetGuard::file(&a.output)?),
-        _ => None,
-    };
-    let mut report = if release {
-        let ctx = a.profile.session()?;
-        job.run(&ctx, &profile, &a.output, &gather, &|name| {
-            stages.stage(name)
-        })?
-    } else {
-        // The page alone: the node chosen on the statistics, nothing written but the page.
-        stages.stage("pass 1: class statistics");
-        let ev = pbg::Evaluator::new(std::sync::Arc::new(a.profile.statistics()?))?;
-        stages.stage("choosing the node");
-        job.dry_run(&ev, &profile, &gather)?
-    };
-    drop(stages);
-    if let (Some(path), Some(page)) = (&a.report, page) {
+    // The page of `report`, written to its temporary file (synced when it is committed).
+    let page = std::sync::Mutex::new(page);
+    let write_page = |report: &serde_json::Value| -> pbg::Result<Option<pbg::io::AtomicFile>> {
+        let (Some(path), Some(page)) = (
+            &a.report,
+            page.lock().unwrap_or_else(|e| e.into_inner()).take(),
+        ) else {
+            return Ok(None);
+        };
+        let facts = facts.lock().unwrap_or_else(|e| e.into_inner());
         let facts = facts
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .ok_or_else(|| anyhow::anyhow!("no node was chosen for the report"))?;
+            .as_ref()
+            .ok_or_else(|| pbg::PbgError::argument("--report", "no node was chosen"))?;
         let requirements: Vec<(String, f64, bool)> = match &a.policy.require {
             Some(r) => pbg::policy::Requirement::parse_list(r)?
                 .iter()
@@ -204,12 +192,42 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             Some(f) => std::fs::read_to_string(f).unwrap_or_default(),
             None => format!("{profile:#?}"),
         };
-        let html = super::report::render(&report, &facts, &requirements, &profile_text);
+        let html = super::report::render(report, facts, &requirements, &profile_text);
         std::fs::write(page.temp_path(), html).map_err(|e| pbg::PbgError::io(path, e))?;
-        page.commit()?;
-        if let Some(previous) = previous {
-            previous.commit();
+        Ok(Some(page))
+    };
+    // The release and its page land together: the page is written before the release is
+    // renamed and renamed right after it, and both previous files are kept until both are in
+    // place, put back if either fails or the run is interrupted (the new release was left
+    // beside the previous page).
+    let guards = match (&a.report, release) {
+        (Some(path), true) => vec![
+            pbg::io::TargetGuard::file(&a.output)?,
+            pbg::io::TargetGuard::file(path)?,
+        ],
+        _ => Vec::new(),
+    };
+    let mut report = if release {
+        let ctx = a.profile.session()?;
+        let with_release =
+            |report: &serde_json::Value| Ok(write_page(report)?.into_iter().collect());
+        job.run(&ctx, &profile, &a.output, &gather, &with_release, &|name| {
+            stages.stage(name)
+        })?
+    } else {
+        // The page alone: the node chosen on the statistics, nothing written but the page.
+        stages.stage("pass 1: class statistics");
+        let ev = pbg::Evaluator::new(std::sync::Arc::new(a.profile.statistics()?))?;
+        stages.stage("choosing the node");
+        let report = job.dry_run(&ev, &profile, &gather)?;
+        if let Some(page) = write_page(&report)? {
+            page.commit()?;
         }
+        report
+    };
+    drop(stages);
+    pbg::io::TargetGuard::commit_all(guards);
+    if let Some(path) = &a.report {
         report["report"] = serde_json::json!(path);
     }
     println!("{}", serde_json::to_string(&report)?);

@@ -158,7 +158,37 @@ impl AtomicFile {
 
     /// Syncs the temporary file to disk (or waits for the sync started in the background), then
     /// renames it into place: a crash after the rename finds the whole new file, never a hole.
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        AtomicFile::commit_together(self, Vec::new())
+    }
+
+    /// Commits `first`, then each of `rest` right after it: each is synced and checked before any
+    /// is renamed, so nothing but the renames lies between them (a release and its report
+    /// page). A failed rename leaves those before it in place; the caller's guards
+    /// ([`super::TargetGuard`]) put them back.
+    pub fn commit_together(first: AtomicFile, rest: Vec<AtomicFile>) -> Result<()> {
+        let mut files = rest;
+        files.insert(0, first);
+        for file in &mut files {
+            file.ready()?;
+        }
+        for file in &mut files {
+            std::fs::rename(&file.temp, &file.target).map_err(|e| PbgError::io(&file.target, e))?;
+            file.committed = true;
+            // What this run wrote is kept like what it read from any later cleanup of this run.
+            crate::input::note_read(&file.target);
+        }
+        // Only once the outputs are in place: a failed run removes nothing but its own
+        // temporary files.
+        for file in &files {
+            file.remove_stale();
+        }
+        Ok(())
+    }
+
+    /// Syncs the temporary file to disk (or waits for the sync started in the background) and
+    /// checks its target again: ready to be renamed.
+    fn ready(&mut self) -> Result<()> {
         let synced = match self.syncing.take() {
             Some(handle) => handle.join().unwrap_or_else(|_| {
                 Err(std::io::Error::other(
@@ -171,11 +201,13 @@ impl AtomicFile {
         // Checked again at the last moment: a named pipe or a device made there during the run
         // was replaced by the release (`new` saw none).
         refuse_special_target(&self.target)?;
-        std::fs::rename(&self.temp, &self.target).map_err(|e| PbgError::io(&self.target, e))?;
-        self.committed = true;
-        // What this run wrote is kept like what it read from any later cleanup of this run.
-        crate::input::note_read(&self.target);
-        // Only once the output is in place: a failed run removes nothing but its own temporary.
+        // The output replaced keeps its access (a `0600` release came back `0644`).
+        super::restore::carry_permissions(&self.target, &self.temp);
+        Ok(())
+    }
+
+    /// Removes the stale temporary files of earlier runs to the same target.
+    fn remove_stale(&self) {
         if let (Some(dir), Some(name)) = (self.target.parent(), self.target.file_name()) {
             let dir = if dir.as_os_str().is_empty() {
                 Path::new(".")
@@ -184,7 +216,6 @@ impl AtomicFile {
             };
             remove_stale(dir, &name.to_string_lossy());
         }
-        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::interrupt::{Pending, Undo, lock, on_interrupt};
+use super::interrupt::{Pending, Undo, lock, on_interrupt, settle};
 use super::restore::{Before, Target};
 
 /// The longest file name, in bytes, of the file systems pbg writes to (Linux's `NAME_MAX`).
@@ -68,14 +68,29 @@ impl TargetGuard {
         TargetGuard::keep(&target).map_err(|e| crate::error::PbgError::io(path, e))
     }
 
-    /// The writes succeeded: the target stays as they left it.
+    /// The writes succeeded: the target stays as they left it (unless the process was
+    /// interrupted meanwhile: the undo it was handed puts the target back).
     pub fn commit(self) {
-        lock(&self.before).commit();
+        settle(&[&self._undo], || lock(&self.before).commit());
+    }
+
+    /// Commits `guards` in one step against an interrupt: it finds every target kept or every
+    /// one settled (a release and its report page: the new pair or the previous one, not the
+    /// new release beside the previous page).
+    pub fn commit_all(guards: Vec<TargetGuard>) {
+        let pending: Vec<&Pending> = guards.iter().map(|g| &g._undo).collect();
+        settle(&pending, || {
+            for g in &guards {
+                lock(&g.before).commit();
+            }
+        });
     }
 }
 
 impl Drop for TargetGuard {
     fn drop(&mut self) {
-        lock(&self.before).restore();
+        // Settled already (a no-op then), or put back here unless an interrupted process's
+        // undo has it.
+        settle(&[&self._undo], || lock(&self.before).restore());
     }
 }

@@ -5,7 +5,8 @@
 //! watcher hands a record of them ([`pending_record`]) to a process of its own, which carries
 //! them out ([`undo_recorded`]) once the interrupted process has ended: undone while its
 //! writers still ran, a partitioned write went on adding files after the cleanup had listed
-//! them (an attack round found 100 of 2000 partitions left). [`undo_all`] undoes in process.
+//! them (an attack round found 100 of 2000 partitions left). Writes that are still running
+//! then settle nothing ([`settle`]): what they guard is the undo's.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,13 +24,6 @@ pub(crate) enum Undo {
 }
 
 impl Undo {
-    fn run(&self) {
-        match self {
-            Undo::Remove(file) => remove_with_staged(file),
-            Undo::Restore(before) => lock(before).restore(),
-        }
-    }
-
     /// The action as data, for the process that carries it out.
     fn record(&self) -> serde_json::Value {
         match self {
@@ -54,8 +48,18 @@ fn remove_with_staged(file: &std::path::Path) {
 
 /// Undo actions of the writes running now, by their number.
 pub(crate) struct Undos {
-    pending: Mutex<Vec<(u64, Arc<Undo>)>>,
+    pending: Mutex<Registered>,
     next: AtomicU64,
+}
+
+/// The registered actions, and whether they were taken for an interrupted process's undo.
+struct Registered {
+    actions: Vec<(u64, Arc<Undo>)>,
+    /// Taken ([`pending_record`]): the writes still running are undone by the process they
+    /// were handed to, and settle nothing themselves meanwhile.
+    taken: bool,
+    /// The process's work ended ([`finish`]): an interrupt now has nothing to undo.
+    finished: bool,
 }
 
 /// The process's undo actions.
@@ -76,24 +80,53 @@ impl std::fmt::Debug for Pending {
 impl Undos {
     const fn new() -> Self {
         Undos {
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(Registered {
+                actions: Vec::new(),
+                taken: false,
+                finished: false,
+            }),
             next: AtomicU64::new(0),
         }
     }
 
+    fn registered(&self) -> std::sync::MutexGuard<'_, Registered> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn register(&'static self, undo: Undo) -> Pending {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        pending.push((id, Arc::new(undo)));
+        self.registered().actions.push((id, Arc::new(undo)));
         Pending { undos: self, id }
     }
 
     /// The actions registered now, newest first (a write's undo may rely on an older one's
-    /// state), taken: none of them runs twice.
+    /// state), taken: none of them runs twice, and the writes they undo settle nothing more.
     fn take(&self) -> Vec<Arc<Undo>> {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        pending.into_iter().rev().map(|(_, u)| u).collect()
+        let mut registered = self.registered();
+        if registered.finished {
+            return Vec::new();
+        }
+        registered.taken = true;
+        let actions = std::mem::take(&mut registered.actions);
+        actions.into_iter().rev().map(|(_, u)| u).collect()
     }
+}
+
+/// Runs `settle` (a write's commit or its in-process undo) and withdraws the `pending` actions
+/// as one step against an interrupt: unless they were taken for an interrupted process's undo
+/// already, then it does nothing (that undo puts back what they guard). Several writes that
+/// must land together (a release and its report page) settle in one call: an interrupt finds
+/// them all pending or all settled.
+pub(crate) fn settle(pending: &[&Pending], settle: impl FnOnce()) {
+    let undos = pending.first().map_or(&UNDOS, |p| p.undos);
+    let mut registered = undos.registered();
+    if registered.taken {
+        return;
+    }
+    settle();
+    registered
+        .actions
+        .retain(|(id, _)| pending.iter().all(|p| p.id != *id));
 }
 
 /// Registers `undo`, to be carried out if the process is interrupted before the returned
@@ -104,16 +137,24 @@ pub(crate) fn on_interrupt(undo: Undo) -> Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let mut pending = self.undos.pending.lock().unwrap_or_else(|e| e.into_inner());
-        pending.retain(|(id, _)| *id != self.id);
+        self.undos
+            .registered()
+            .actions
+            .retain(|(id, _)| *id != self.id);
     }
 }
 
-/// Carries out every registered undo action now, in this process.
-pub fn undo_all() {
-    for undo in UNDOS.take() {
-        undo.run();
+/// Marks the process's work as ended, before it exits on its own; false when an interrupt was
+/// taken first: the process must not exit then, but wait for the signal watcher to end it once
+/// the undo is handed over (exiting, it ended with status 0 while the undo process read an
+/// empty record, and the kept previous files were left).
+pub fn finish() -> bool {
+    let mut registered = UNDOS.registered();
+    if registered.taken {
+        return false;
     }
+    registered.finished = true;
+    true
 }
 
 /// Every registered undo action as a record (JSON) for [`undo_recorded`], taken: this process

@@ -64,6 +64,11 @@ pub(crate) struct Before {
     /// a device): never removed (the write is refused over it; a failed release with a report
     /// page removed the named pipe it was refused over).
     untouched: bool,
+    /// The device and inode of a single-file target before the write, symbolic links not
+    /// followed: a target still the same entry was never replaced, and its kept copy goes
+    /// (renamed back, the copy took the place of the user's file: another owner, its other
+    /// hard links cut).
+    identity: Option<(u64, u64)>,
     /// Committed or restored.
     settled: bool,
 }
@@ -80,6 +85,7 @@ impl Before {
             created: None,
             staged_before: staged_files(&target.path),
             untouched: false,
+            identity: None,
             settled: false,
         };
         let within = match target.single_file {
@@ -92,6 +98,9 @@ impl Before {
                 .last()
                 .map(Path::to_path_buf)
         });
+        if target.single_file {
+            guard.identity = entry_identity(&target.path);
+        }
         match target.single_file {
             true if target.path.is_file() => {
                 let kept = kept_name(&target.path);
@@ -141,6 +150,7 @@ impl Before {
             return;
         }
         if let Some(kept) = self.previous.take() {
+            carry_permissions(kept.path(), &self.target.path);
             let _ = std::fs::remove_file(kept.path());
         }
     }
@@ -155,11 +165,14 @@ impl Before {
             for staged in staged_files(&self.target.path).difference(&self.staged_before) {
                 let _ = std::fs::remove_file(staged);
             }
+            let unchanged =
+                self.identity.is_some() && entry_identity(&self.target.path) == self.identity;
             match self.previous.take() {
-                // A write that failed before it replaced the target leaves the link and the
-                // target one file, which `rename` leaves both names of: the link is removed.
-                Some(Kept::Linked(link)) if same_entry(&link, &self.target.path) => {
-                    let _ = std::fs::remove_file(link);
+                // A write that failed before it replaced the target leaves it as it was: the
+                // kept link or copy goes (`rename` of two links to one file does nothing, and a
+                // copy renamed back would replace the user's file).
+                Some(kept @ (Kept::Linked(_) | Kept::Copied(_))) if unchanged => {
+                    let _ = std::fs::remove_file(kept.path());
                 }
                 Some(kept) => {
                     let _ = std::fs::rename(kept.path(), &self.target.path);
@@ -291,21 +304,30 @@ pub(super) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Whether the names `a` and `b` are one directory entry's inode, symbolic links not followed
-/// (a link kept of a symbolic link is that link).
-fn same_entry(a: &Path, b: &Path) -> bool {
+/// The device and inode of the entry `path` names, symbolic links not followed.
+fn entry_identity(path: &Path) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
-            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-            _ => false,
-        }
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
     {
-        let _ = (a, b);
-        false
+        let _ = path;
+        None
+    }
+}
+
+/// Gives the file `to` the permissions of the file `from` (where it leads): a file written
+/// over a previous one keeps its access (a `0600` release came back `0644`, readable by all).
+pub(super) fn carry_permissions(from: &Path, to: &Path) {
+    if let (Ok(m), Ok(t)) = (std::fs::metadata(from), std::fs::symlink_metadata(to))
+        && m.is_file()
+        && t.is_file()
+    {
+        let _ = std::fs::set_permissions(to, m.permissions());
     }
 }
 
@@ -393,6 +415,34 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["d.csv", "fifo.csv", "link.csv"]);
+    }
+
+    /// A previous file kept as a copy (no link could be made) of a target that the write never
+    /// replaced: the copy goes, and the user's file stays the same file (renamed back, the
+    /// copy took its place: another owner, its other hard links cut).
+    #[test]
+    fn a_kept_copy_of_an_unchanged_target_is_removed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (file, other) = (dir.path().join("r.csv"), dir.path().join("backup.csv"));
+        std::fs::write(&file, "previous").unwrap();
+        std::fs::hard_link(&file, &other).unwrap();
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        let target = Target {
+            path: file.clone(),
+            single_file: true,
+            extension: "csv".into(),
+        };
+        let mut before = Before::take(&target).unwrap();
+        // As when the link was refused: the previous file copied instead.
+        let kept = before.previous.take().unwrap().path().to_path_buf();
+        std::fs::remove_file(&kept).unwrap();
+        std::fs::copy(&file, &kept).unwrap();
+        before.previous = Some(Kept::Copied(kept.clone()));
+        before.restore();
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
+        assert_eq!(std::fs::metadata(&other).unwrap().nlink(), 2);
+        assert!(!kept.exists());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! One anonymization job as every face runs it (the CLI's `anonymize`, the Python module's
 //! `pbg.anonymize`): the node given or picked by a policy, the suppression rule that follows from
-//! the requirements, the release written and verified by [`anonymize_in`], and the JSON report.
+//! the requirements, the release written and verified by [`anonymize_together`], and the JSON report.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -8,11 +8,12 @@ use std::sync::Mutex;
 use datafusion::prelude::SessionContext;
 use serde_json::{Value, json};
 
-use super::anonymize_in;
+use super::{ReleaseSummary, anonymize_together};
 use crate::Evaluator;
 use crate::error::{PbgError, Result};
 use crate::evaluate::json::index_fields;
 use crate::indices::{NodeIndices, Present};
+use crate::io::AtomicFile;
 use crate::lattice::Node;
 use crate::policy::{Picked, Policy, PolicyText, Requirement, pick};
 use crate::profile::Profile;
@@ -151,12 +152,16 @@ impl Job {
     /// chooses the node on the class statistics, calls `on_node` with it (for what a face gathers
     /// while the statistics are held), writes `output` atomically and verifies it. Returns the
     /// report: the [`super::ReleaseSummary`] fields, every index, the suppression rule and the pick.
+    /// `with_release` gets the report once the release is verified, before it is renamed into
+    /// place, and returns files it wrote that land with it (a report page; see
+    /// [`anonymize_together`]).
     pub fn run(
         &self,
         ctx: &SessionContext,
         profile: &Profile,
         output: &Path,
         on_node: &dyn Fn(&Evaluator, &Node) -> Result<()>,
+        with_release: &dyn Fn(&Value) -> Result<Vec<AtomicFile>>,
         stage: &dyn Fn(&'static str),
     ) -> Result<Value> {
         let policy = self.policy(profile)?;
@@ -169,11 +174,21 @@ impl Job {
             on_node(ev, &node)?;
             Ok(node)
         };
-        let summary = anonymize_in(ctx, profile, &choose, output, stage)?;
-        let mut report = serde_json::to_value(&summary)
-            .map_err(|e| PbgError::argument("report", e.to_string()))?;
-        report["notes"] = json!(notes.into_inner().unwrap_or_else(|e| e.into_inner()));
-        finish(report, &summary.indices, profile, picked)
+        let report = Mutex::new(None);
+        let verified = |summary: &ReleaseSummary| {
+            let mut r = serde_json::to_value(summary)
+                .map_err(|e| PbgError::argument("report", e.to_string()))?;
+            r["notes"] = json!(*notes.lock().unwrap_or_else(|e| e.into_inner()));
+            let r = finish(r, &summary.indices, profile, &picked)?;
+            let files = with_release(&r)?;
+            *report.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            Ok(files)
+        };
+        anonymize_together(ctx, profile, &choose, output, &verified, stage)?;
+        report
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .ok_or_else(|| PbgError::argument("report", "the release was never verified"))
     }
 
     /// Chooses the node on `ev` (the statistics of `profile`) under the profile's suppression rule
@@ -202,7 +217,7 @@ impl Job {
             "threshold": ix.threshold,
             "verified": false,
         });
-        finish(report, &ix, profile, picked)
+        finish(report, &ix, profile, &picked)
     }
 }
 
@@ -211,12 +226,12 @@ fn finish(
     mut report: Value,
     indices: &NodeIndices,
     profile: &Profile,
-    picked: Mutex<Option<Picked>>,
+    picked: &Mutex<Option<Picked>>,
 ) -> Result<Value> {
     let present = Present::of_profile(profile);
     report["indices"] = Value::Object(index_fields(indices, present));
     report["suppression_rule"] = Value::String(profile.suppression_rule.describe());
-    if let Some(p) = picked.into_inner().unwrap_or_else(|e| e.into_inner()) {
+    if let Some(p) = &*picked.lock().unwrap_or_else(|e| e.into_inner()) {
         report["pick"] =
             serde_json::to_value(p).map_err(|e| PbgError::argument("report", e.to_string()))?;
     }

@@ -189,6 +189,21 @@ pub fn anonymize_in(
     output: &Path,
     stage: &dyn Fn(&'static str),
 ) -> Result<ReleaseSummary> {
+    anonymize_together(ctx, profile, choose, output, &|_| Ok(Vec::new()), stage)
+}
+
+/// [`anonymize_in`] with files that land with the release (a report page): `with_release` gets
+/// the summary of the verified release before it is renamed and returns the files it wrote,
+/// which are synced with it and renamed right after it, so that a kill between finds the
+/// previous files or the new ones but for the instant between two renames.
+pub fn anonymize_together(
+    ctx: &SessionContext,
+    profile: &Profile,
+    choose: &dyn Fn(&Evaluator) -> Result<Node>,
+    output: &Path,
+    with_release: &dyn Fn(&ReleaseSummary) -> Result<Vec<AtomicFile>>,
+    stage: &dyn Fn(&'static str),
+) -> Result<ReleaseSummary> {
     let start = Instant::now();
     stage("pass 1: class statistics");
     profile.protect(output)?;
@@ -304,11 +319,10 @@ pub fn anonymize_in(
     .map_err(blame)
     .and_then(|checked| steady().map(|()| checked))
     .map_err(|e| file.named(e))?;
-    file.commit()?;
     let t4 = Instant::now();
     let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
     let rows_in = ev.dataset().num_tuples();
-    Ok(ReleaseSummary {
+    let summary = ReleaseSummary {
         output: output.to_path_buf(),
         node,
         rows_in,
@@ -326,7 +340,10 @@ pub fn anonymize_in(
             verify_s: secs(t3, t4),
             total_s: secs(start, t4),
         },
-    })
+    };
+    let together = with_release(&summary)?;
+    AtomicFile::commit_together(file, together)?;
+    Ok(summary)
 }
 
 /// Whether arrow's Parquet writer panics on a column of type `t` (it does not refuse it): a union
