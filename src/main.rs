@@ -55,11 +55,10 @@ fn main() -> ExitCode {
     }
     let code = run();
     // An interrupt taken meanwhile ends the process once its undo is handed over: the writes
-    // it guards are put back, whatever this run reached.
+    // it guards are put back, whatever this run reached (the wait is bounded, should the
+    // watcher never raise the signal).
     if !pbg::io::interrupt::finish() {
-        loop {
-            std::thread::park();
-        }
+        std::thread::sleep(std::time::Duration::from_secs(60));
     }
     code
 }
