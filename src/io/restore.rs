@@ -103,38 +103,27 @@ impl Before {
         }
         match target.single_file {
             true if target.path.is_file() => {
-                let kept = kept_name(&target.path);
-                let copied = || match std::fs::copy(&target.path, &kept) {
-                    Ok(_) => true,
-                    Err(_) => {
-                        let _ = std::fs::remove_file(&kept);
-                        false
-                    }
-                };
-                guard.previous = Some(if std::fs::hard_link(&target.path, &kept).is_ok() {
-                    Kept::Linked(kept)
-                } else if copied() {
-                    Kept::Copied(kept)
-                } else {
-                    match std::fs::rename(&target.path, &kept) {
-                        Ok(()) => Kept::Moved(kept),
-                        Err(e) => {
-                            return Err(std::io::Error::new(
+                let kept = match link_aside(&target.path) {
+                    Ok(kept) => Kept::Linked(kept),
+                    Err(_) => match copy_aside(&target.path) {
+                        Ok(kept) => Kept::Copied(kept),
+                        Err(_) => Kept::Moved(move_aside(&target.path).map_err(|e| {
+                            std::io::Error::new(
                                 e.kind(),
                                 format!(
                                     "its previous file cannot be kept aside while the write runs ({e}): nothing was written"
                                 ),
-                            ));
-                        }
-                    }
-                });
+                            )
+                        })?),
+                    },
+                };
+                guard.previous = Some(kept);
             }
             // A symbolic link that leads to no file (dangling, or to a directory) is kept as
             // it is, by a link to the link itself.
             true if std::fs::symlink_metadata(&target.path).is_ok_and(|m| m.is_symlink()) => {
-                let kept = kept_name(&target.path);
-                match std::fs::hard_link(&target.path, &kept) {
-                    Ok(()) => guard.previous = Some(Kept::Linked(kept)),
+                match link_aside(&target.path) {
+                    Ok(kept) => guard.previous = Some(Kept::Linked(kept)),
                     Err(_) => guard.untouched = true,
                 }
             }
@@ -206,13 +195,80 @@ impl Before {
 
 /// A name of its own beside `target` for its kept previous file: short, not the target's name
 /// lengthened (past the file system's 255 bytes a name made from a long target's failed, and
-/// the failed write then removed the target it could not keep).
+/// the failed write then removed the target it could not keep), and made unique by the time
+/// too: a process id comes again (in every container), and a killed run's kept file may still
+/// bear the name.
 fn kept_name(target: &Path) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     target.with_file_name(format!(
-        ".pbg-previous-{}-{}",
+        ".pbg-previous-{}-{}-{nanos:08x}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
+}
+
+/// The most names [`kept_name`] tries before it gives up.
+const KEPT_NAME_TRIES: usize = 64;
+
+/// Makes `keep(name)` under a fresh [`kept_name`] that no file bears: `keep` must fail with
+/// `AlreadyExists` on a name taken, never write through it (a copy through a name a killed
+/// run left linked to a user's file emptied and rewrote that file).
+fn aside(target: &Path, keep: impl Fn(&Path) -> std::io::Result<()>) -> std::io::Result<PathBuf> {
+    for _ in 0..KEPT_NAME_TRIES {
+        let kept = kept_name(target);
+        match keep(&kept) {
+            Ok(()) => return Ok(kept),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free name to keep it under",
+    ))
+}
+
+/// A hard link to `target` (to a symbolic link itself, not where it leads) under a new name.
+fn link_aside(target: &Path) -> std::io::Result<PathBuf> {
+    aside(target, |kept| std::fs::hard_link(target, kept))
+}
+
+/// A copy of the file `target` under a new name, created for the copy alone.
+fn copy_aside(target: &Path) -> std::io::Result<PathBuf> {
+    aside(target, |kept| copy_to_new(target, kept))
+}
+
+/// Copies the file `target` to `kept`, a file it creates (`AlreadyExists` if the name is taken).
+fn copy_to_new(target: &Path, kept: &Path) -> std::io::Result<()> {
+    let mut to = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(kept)?;
+    let copied = std::fs::File::open(target).and_then(|mut from| {
+        std::io::copy(&mut from, &mut to)?;
+        to.set_permissions(from.metadata()?.permissions())
+    });
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(kept);
+        // Not `AlreadyExists`: no other name would do better.
+        return Err(std::io::Error::other(e));
+    }
+    Ok(())
+}
+
+/// `target` renamed to a new name, made for it first (`rename` replaces what a name holds).
+fn move_aside(target: &Path) -> std::io::Result<PathBuf> {
+    aside(target, |kept| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(kept)?;
+        std::fs::rename(target, kept).inspect_err(|_| {
+            let _ = std::fs::remove_file(kept);
+        })
+    })
 }
 
 /// The deepest directories a directory target's files are looked for in (hive partitions: one
@@ -443,6 +499,38 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
         assert_eq!(std::fs::metadata(&other).unwrap().nlink(), 2);
         assert!(!kept.exists());
+    }
+
+    /// A kept file's name is never written through: a name taken (a killed run's kept link to
+    /// a user's file, its process id come again) is passed over, and the file it names is left
+    /// as it is (a copy through it emptied and rewrote that file).
+    #[test]
+    fn kept_names_taken_are_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (target, users) = (dir.path().join("r.csv"), dir.path().join("users.csv"));
+        std::fs::write(&target, "previous release").unwrap();
+        std::fs::write(&users, "the user's file").unwrap();
+        let taken = dir.path().join(".pbg-previous-taken");
+        std::fs::hard_link(&users, &taken).unwrap();
+        let err = copy_to_new(&target, &taken).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&users).unwrap(), b"the user's file");
+        // `aside` tries another name then.
+        let tried = std::sync::Mutex::new(Vec::new());
+        let kept = aside(&target, |k| {
+            tried.lock().unwrap().push(k.to_path_buf());
+            match tried.lock().unwrap().len() {
+                1 => copy_to_new(&target, &taken),
+                _ => copy_to_new(&target, k),
+            }
+        })
+        .unwrap();
+        let tried = tried.into_inner().unwrap();
+        assert_eq!(tried.len(), 2);
+        assert_eq!(std::fs::read(&kept).unwrap(), b"previous release");
+        assert_eq!(std::fs::read(&users).unwrap(), b"the user's file");
+        let other = link_aside(&target).unwrap();
+        assert!(other != kept && other.exists());
     }
 
     #[test]
