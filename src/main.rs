@@ -4,15 +4,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-/// The argument under which the binary starts itself to undo an interrupted run's writes.
-#[cfg(unix)]
-const UNDO_ROLE: &str = "__pbg-undo-interrupted";
-
 fn main() -> ExitCode {
-    #[cfg(unix)]
-    if std::env::args().nth(1).as_deref() == Some(UNDO_ROLE) {
-        return undo_interrupted();
-    }
     // Rust ignores SIGPIPE, which turns a closed pipe into a panic in println!; restore the default
     // so that `pbg ... | head` ends quietly. Not for cluster roles and clients: they write to
     // sockets, where a peer that went away must be an error, not a silent death of the process.
@@ -54,9 +46,9 @@ fn main() -> ExitCode {
         }));
     }
     let code = run();
-    // An interrupt taken meanwhile ends the process once its undo is handed over: the writes
-    // it guards are put back, whatever this run reached (the wait is bounded, should the
-    // watcher never raise the signal).
+    // An interrupt taken meanwhile ends the process once its undo is done: the writes it
+    // guards are put back, whatever this run reached (the wait is bounded, should the watcher
+    // never end the process).
     if !pbg::io::interrupt::finish() {
         std::thread::sleep(std::time::Duration::from_secs(60));
     }
@@ -140,7 +132,9 @@ fn watch_interrupts() {
             if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
                 return;
             }
-            hand_over_undo();
+            // The writes under way are undone before the process ends: a script that reads
+            // the output right after the exit finds it as it was.
+            pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10));
             // Only the signal taken is unblocked: a second one already pending (`kill -INT`,
             // then `kill -TERM`) ended the process with its own status instead.
             // SAFETY: the default action restored and the signal unblocked in this thread, the
@@ -152,6 +146,9 @@ fn watch_interrupts() {
                 libc::signal(signal, libc::SIG_DFL);
                 libc::pthread_sigmask(libc::SIG_UNBLOCK, &taken, std::ptr::null_mut());
                 libc::raise(signal);
+                // The first process of a PID namespace (`docker run IMAGE pbg ..`) ignores a
+                // signal it has no handler for: it ends with the signal's shell status.
+                libc::_exit(128 + signal);
             }
         });
     if watcher.is_err() {
@@ -159,59 +156,6 @@ fn watch_interrupts() {
         // SAFETY: the set is valid; unblocking restores the mask main started with.
         unsafe {
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        }
-    }
-}
-
-/// Hands the writes under way to a process of this binary that undoes them once this one has
-/// ended ([`undo_interrupted`]): undone here, while the writers still ran, a partitioned `COPY`
-/// went on adding files after the cleanup had listed them. Undone here if no such process
-/// can be started.
-#[cfg(unix)]
-fn hand_over_undo() {
-    use std::io::Write;
-    use std::os::unix::process::CommandExt;
-    let record = pbg::io::interrupt::pending_record();
-    if record == "[]" {
-        return;
-    }
-    let child = std::env::current_exe().and_then(|exe| {
-        std::process::Command::new(exe)
-            .arg(UNDO_ROLE)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            // Its own process group: the terminal's next Ctrl-C does not stop it.
-            .process_group(0)
-            .spawn()
-    });
-    let handed = child.and_then(|mut child| {
-        let mut stdin = child.stdin.take().ok_or(std::io::ErrorKind::BrokenPipe)?;
-        stdin.write_all(record.as_bytes())?;
-        // Held open until this process ends: its end is the other's signal to start.
-        std::mem::forget(stdin);
-        Ok(())
-    });
-    if handed.is_err() {
-        // No such process: undone here, as well as can be while the writers run.
-        let _ = pbg::io::interrupt::undo_recorded(&record);
-    }
-}
-
-/// The role [`hand_over_undo`] starts: reads the record until the interrupted process ends
-/// (its end closes the pipe), then undoes its writes.
-#[cfg(unix)]
-fn undo_interrupted() -> ExitCode {
-    use std::io::Read;
-    let mut record = String::new();
-    if std::io::stdin().read_to_string(&mut record).is_err() {
-        return ExitCode::FAILURE;
-    }
-    match pbg::io::interrupt::undo_recorded(&record) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("pbg: error: undoing an interrupted run's writes: {e}");
-            ExitCode::FAILURE
         }
     }
 }

@@ -3653,7 +3653,7 @@ fn an_interrupted_copy_leaves_its_target_as_it_was() {
         names.sort();
         names
     };
-    // Waits until `done` holds (the undo runs after the process ends), at most a minute.
+    // Waits until `done` holds, at most a minute.
     let eventually = |done: &dyn Fn() -> bool, what: &str| {
         let started = std::time::Instant::now();
         while !done() {
@@ -3715,10 +3715,10 @@ fn an_interrupted_copy_leaves_its_target_as_it_was() {
                 continue;
             }
             assert_eq!(out.status.signal(), Some(signal), "{:?}", out.status);
-            eventually(
-                &|| listing(dir.path()) == ["k.csv", "lake"] && listing(&lake) == ["old.txt"],
-                "the interrupted write's files were left",
-            );
+            // Undone before the process ended (undone after it, a script reading the target
+            // right after the exit found the write's files).
+            assert_eq!(listing(dir.path()), ["k.csv", "lake"]);
+            assert_eq!(listing(&lake), ["old.txt"]);
             assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
             break;
         }
@@ -3819,11 +3819,8 @@ fn a_release_and_its_report_page_land_together() {
         0
     );
     let run = child.wait_with_output().unwrap();
-    // The undo runs once the interrupted process has ended.
-    until(
-        &|| listing() == ["r.csv", "r.html"],
-        "the interrupted run's files were left",
-    );
+    // Undone before the process ended.
+    assert_eq!(listing(), ["r.csv", "r.html"], "{:?}", run.status);
     let (release, html) = (fs::read(&out).unwrap(), fs::read(&page).unwrap());
     let (release, html) = (
         String::from_utf8_lossy(&release),

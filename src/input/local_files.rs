@@ -3,7 +3,8 @@
 //! Opening a named pipe waits for a writer, so `CREATE EXTERNAL TABLE` over one hung `pbg sql` for
 //! good; its bytes come once, while a table is read more than once (its schema, then its rows);
 //! and a write (`COPY ... TO`) renames a staged file over the path, which replaced the pipe or
-//! the device.
+//! the device. Its writes that make or replace a file can be stopped for good when the
+//! process is interrupted ([`stop_writes`]).
 
 use std::fmt;
 use std::ops::Range;
@@ -55,6 +56,7 @@ impl ObjectStore for RegularFiles {
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         self.refuse_special(location, NOT_WRITABLE)?;
+        let _writing = begin_write()?;
         self.local.put_opts(location, payload, opts).await
     }
 
@@ -64,7 +66,9 @@ impl ObjectStore for RegularFiles {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         self.refuse_special(location, NOT_WRITABLE)?;
-        self.local.put_multipart_opts(location, opts).await
+        let _writing = begin_write()?;
+        let upload = self.local.put_multipart_opts(location, opts).await?;
+        Ok(Box::new(InterruptibleUpload(upload)))
     }
 
     async fn get_opts(
@@ -106,6 +110,7 @@ impl ObjectStore for RegularFiles {
         to: &Path,
         options: CopyOptions,
     ) -> object_store::Result<()> {
+        let _writing = begin_write()?;
         self.local.copy_opts(from, to, options).await
     }
 
@@ -115,7 +120,71 @@ impl ObjectStore for RegularFiles {
         to: &Path,
         options: RenameOptions,
     ) -> object_store::Result<()> {
+        let _writing = begin_write()?;
         self.local.rename_opts(from, to, options).await
+    }
+}
+
+/// The writes of the store that make or replace a file: how many are under way, and whether
+/// they were stopped ([`stop_writes`]).
+static WRITES: std::sync::Mutex<(bool, usize)> = std::sync::Mutex::new((false, 0));
+
+fn writes() -> std::sync::MutexGuard<'static, (bool, usize)> {
+    WRITES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A write of the store under way: counted until dropped.
+struct Writing(());
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        writes().1 -= 1;
+    }
+}
+
+/// Begins a write that creates a file or renames one into place; an error once writes were
+/// stopped (the write would land after an interrupted run's undo: a partitioned write went on
+/// adding files after the undo had listed them).
+fn begin_write() -> object_store::Result<Writing> {
+    let mut writes = writes();
+    if writes.0 {
+        return Err(object_store::Error::Generic {
+            store: "local",
+            source: "interrupted: the writes under way are being undone".into(),
+        });
+    }
+    writes.1 += 1;
+    Ok(Writing(()))
+}
+
+/// Stops the store's writes that make or replace a file, for good (the process was
+/// interrupted), and waits for those under way to end, at most `wait`.
+pub fn stop_writes(wait: std::time::Duration) {
+    writes().0 = true;
+    let start = std::time::Instant::now();
+    while writes().1 > 0 && start.elapsed() < wait {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// A multipart upload whose completion (the rename of its staged file into place) waits for no
+/// interrupt: once one was taken, it fails.
+#[derive(Debug)]
+struct InterruptibleUpload(Box<dyn MultipartUpload>);
+
+#[async_trait]
+impl MultipartUpload for InterruptibleUpload {
+    fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
+        self.0.put_part(data)
+    }
+
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        let _writing = begin_write()?;
+        self.0.complete().await
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.0.abort().await
     }
 }
 

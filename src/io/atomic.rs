@@ -172,12 +172,24 @@ impl AtomicFile {
         for file in &mut files {
             file.ready()?;
         }
-        for file in &mut files {
-            std::fs::rename(&file.temp, &file.target).map_err(|e| PbgError::io(&file.target, e))?;
-            file.committed = true;
-            // What this run wrote is kept like what it read from any later cleanup of this run.
-            crate::input::note_read(&file.target);
-        }
+        // As one step against an interrupt: once one is taken, nothing more lands (its undo
+        // has run or is about to).
+        let renamed = super::interrupt::unless_interrupted(|| -> Result<()> {
+            for file in &mut files {
+                std::fs::rename(&file.temp, &file.target)
+                    .map_err(|e| PbgError::io(&file.target, e))?;
+                file.committed = true;
+                // What this run wrote is kept like what it read from any later cleanup.
+                crate::input::note_read(&file.target);
+            }
+            Ok(())
+        });
+        renamed.ok_or_else(|| {
+            PbgError::io(
+                &files[0].target,
+                std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"),
+            )
+        })??;
         // Only once the outputs are in place: a failed run removes nothing but its own
         // temporary files.
         for file in &files {

@@ -1,16 +1,19 @@
-//! What an interrupted process undoes. A `COPY` stopped by Ctrl-C or `kill` left the object
-//! store's staged part of its target (`out.csv#1`, a visible partial result) and the hidden copy
-//! of the previous file; a release its temporary file, until the next run to the same output.
-//! Writes register what would undo them while they run ([`on_interrupt`]). The binary's signal
-//! watcher hands a record of them ([`pending_record`]) to a process of its own, which carries
-//! them out ([`undo_recorded`]) once the interrupted process has ended: undone while its
-//! writers still ran, a partitioned write went on adding files after the cleanup had listed
-//! them (an attack round found 100 of 2000 partitions left). Writes that are still running
-//! then settle nothing ([`settle`]): what they guard is the undo's.
+//! What an interrupted process undoes, before it ends. A `COPY` stopped by Ctrl-C or `kill` left
+//! the object store's staged part of its target (`out.csv#1`, a visible partial result) and the
+//! hidden copy of the previous file; a release its temporary file, until the next run to the
+//! same output. Writes register what would undo them while they run ([`on_interrupt`]). The
+//! binary's signal watcher calls [`undo_interrupted`]: from then on no write through pbg's
+//! local store begins or finishes ([`crate::input::stop_writes`]: a partitioned write went on
+//! adding files after an undo had listed them), no atomic output is renamed into place and no guarded write
+//! settles ([`settle`], [`unless_interrupted`]); once the store's writes under way have ended,
+//! the registered undo actions run, and the process then ends as the signal ends it. (Handed
+//! to a process of its own that undid them after this one had ended, the undo came a moment
+//! after the exit, and never in a container whose first process ended with it.)
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::restore::{Before, staged_files};
 
@@ -24,11 +27,15 @@ pub(crate) enum Undo {
 }
 
 impl Undo {
-    /// The action as data, for the process that carries it out.
-    fn record(&self) -> serde_json::Value {
+    fn run(&self) {
         match self {
-            Undo::Remove(file) => serde_json::json!({ "remove": file }),
-            Undo::Restore(before) => serde_json::json!({ "restore": &*lock(before) }),
+            Undo::Remove(file) => {
+                let _ = std::fs::remove_file(file);
+                for staged in staged_files(file) {
+                    let _ = std::fs::remove_file(staged);
+                }
+            }
+            Undo::Restore(before) => lock(before).restore(),
         }
     }
 }
@@ -38,25 +45,17 @@ pub(crate) fn lock(m: &Mutex<Before>) -> std::sync::MutexGuard<'_, Before> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Removes `file` and the object store's staged files of it.
-fn remove_with_staged(file: &std::path::Path) {
-    let _ = std::fs::remove_file(file);
-    for staged in staged_files(file) {
-        let _ = std::fs::remove_file(staged);
-    }
-}
-
 /// Undo actions of the writes running now, by their number.
 pub(crate) struct Undos {
     pending: Mutex<Registered>,
     next: AtomicU64,
 }
 
-/// The registered actions, and whether they were taken for an interrupted process's undo.
+/// The registered actions, and the state of the process's writes.
 struct Registered {
     actions: Vec<(u64, Arc<Undo>)>,
-    /// Taken ([`pending_record`]): the writes still running are undone by the process they
-    /// were handed to, and settle nothing themselves meanwhile.
+    /// Taken by an interrupt: the writes still running settle nothing and begin nothing more;
+    /// the interrupt undoes what they guard.
     taken: bool,
     /// The process's work ended ([`finish`]): an interrupt now has nothing to undo.
     finished: bool,
@@ -112,23 +111,6 @@ impl Undos {
     }
 }
 
-/// Runs `settle` (a write's commit or its in-process undo) and withdraws the `pending` actions
-/// as one step against an interrupt: unless they were taken for an interrupted process's undo
-/// already, then it does nothing (that undo puts back what they guard). Several writes that
-/// must land together (a release and its report page) settle in one call: an interrupt finds
-/// them all pending or all settled.
-pub(crate) fn settle(pending: &[&Pending], settle: impl FnOnce()) {
-    let undos = pending.first().map_or(&UNDOS, |p| p.undos);
-    let mut registered = undos.registered();
-    if registered.taken {
-        return;
-    }
-    settle();
-    registered
-        .actions
-        .retain(|(id, _)| pending.iter().all(|p| p.id != *id));
-}
-
 /// Registers `undo`, to be carried out if the process is interrupted before the returned
 /// [`Pending`] is dropped.
 pub(crate) fn on_interrupt(undo: Undo) -> Pending {
@@ -144,10 +126,38 @@ impl Drop for Pending {
     }
 }
 
+/// Runs `settle` (a write's commit or its in-process undo) and withdraws the `pending` actions
+/// as one step against an interrupt: unless one was taken already, then it does nothing (the
+/// interrupt's undo puts back what they guard). Several writes that must land together (a
+/// release and its report page) settle in one call: an interrupt finds them all pending or
+/// all settled.
+pub(crate) fn settle(pending: &[&Pending], settle: impl FnOnce()) {
+    let undos = pending.first().map_or(&UNDOS, |p| p.undos);
+    let mut registered = undos.registered();
+    if registered.taken {
+        return;
+    }
+    settle();
+    registered
+        .actions
+        .retain(|(id, _)| pending.iter().all(|p| p.id != *id));
+}
+
+/// `f()` as one step against an interrupt (renaming atomic outputs into place), or `None` when
+/// one was taken: then nothing more may land.
+pub(crate) fn unless_interrupted<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let registered = UNDOS.registered();
+    if registered.taken {
+        return None;
+    }
+    let done = f();
+    drop(registered);
+    Some(done)
+}
+
 /// Marks the process's work as ended, before it exits on its own; false when an interrupt was
 /// taken first: the process must not exit then, but wait for the signal watcher to end it once
-/// the undo is handed over (exiting, it ended with status 0 while the undo process read an
-/// empty record, and the kept previous files were left).
+/// the undo is done (exiting, it ended with status 0 and its writes were not undone).
 pub fn finish() -> bool {
     let mut registered = UNDOS.registered();
     if registered.taken {
@@ -157,29 +167,15 @@ pub fn finish() -> bool {
     true
 }
 
-/// Every registered undo action as a record (JSON) for [`undo_recorded`], taken: this process
-/// carries none of them out any more.
-pub fn pending_record() -> String {
-    let records: Vec<serde_json::Value> = UNDOS.take().iter().map(|u| u.record()).collect();
-    serde_json::Value::Array(records).to_string()
-}
-
-/// Carries out the undo actions of `record` ([`pending_record`]), in order.
-pub fn undo_recorded(record: &str) -> Result<(), String> {
-    let records: Vec<serde_json::Value> =
-        serde_json::from_str(record).map_err(|e| format!("an undo record: {e}"))?;
-    for record in records {
-        if let Some(file) = record.get("remove") {
-            let file: PathBuf =
-                serde_json::from_value(file.clone()).map_err(|e| format!("an undo record: {e}"))?;
-            remove_with_staged(&file);
-        } else if let Some(before) = record.get("restore") {
-            let mut before: Before = serde_json::from_value(before.clone())
-                .map_err(|e| format!("an undo record: {e}"))?;
-            before.restore();
-        }
+/// Undoes the writes under way, for an interrupt: takes the registered actions (no write
+/// begins or settles from then on), waits for the store's writes under way to end (at most
+/// `wait`), then carries the actions out.
+pub fn undo_interrupted(wait: Duration) {
+    let actions = UNDOS.take();
+    crate::input::stop_writes(wait);
+    for undo in actions {
+        undo.run();
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -201,9 +197,10 @@ mod tests {
         let taken = LOCAL.take();
         assert_eq!(taken.len(), 1);
         assert!(LOCAL.take().is_empty());
-        // Through its record, as the process the binary hands it to carries it out.
-        let record = serde_json::Value::Array(taken.iter().map(|u| u.record()).collect());
-        undo_recorded(&record.to_string()).unwrap();
+        assert!(LOCAL.registered().taken);
+        for undo in taken {
+            undo.run();
+        }
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())

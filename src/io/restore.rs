@@ -1,16 +1,14 @@
 //! What a write's target held before it, and putting it back: the previous file of a
 //! single-file target kept aside, the files and directories of a directory target listed. Kept
-//! as data so that it can be settled in this process (a failed or dropped write) or, after an
-//! interrupted process has ended, by the process it hands it to ([`super::interrupt`]).
+//! as data so that it can be settled by the write (its commit, or a failed or dropped write) or by an
+//! interrupt ([`super::interrupt`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::{Deserialize, Serialize};
-
 /// Where a write lands: one file, or files DataFusion names in a directory.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub(crate) struct Target {
     /// The file, or the directory.
     pub(super) path: PathBuf,
@@ -24,7 +22,7 @@ pub(crate) struct Target {
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// How a single-file target's previous file is kept while the write runs.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 enum Kept {
     /// Under a hard link beside it: the target stays in place.
     Linked(PathBuf),
@@ -45,7 +43,7 @@ impl Kept {
 }
 
 /// What a write's target held before it, until the write succeeds.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct Before {
     target: Target,
     /// The previous file of a single-file target.
