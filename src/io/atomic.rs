@@ -172,6 +172,10 @@ impl AtomicFile {
         for file in &mut files {
             file.ready()?;
         }
+        // Files that land together are renamed under a lock of their directories: two runs to
+        // the same release and page interleaved their renames (one run's release beside the
+        // other's page).
+        let _locks = (files.len() > 1).then(|| lock_directories(&files));
         // As one step against an interrupt: once one is taken, nothing more lands (its undo
         // has run or is about to).
         let renamed = super::interrupt::unless_interrupted(|| -> Result<()> {
@@ -229,6 +233,32 @@ impl AtomicFile {
             remove_stale(dir, &name.to_string_lossy());
         }
     }
+}
+
+/// Exclusive locks (`flock`) of the directories `files` land in, taken in one order (no two
+/// runs wait for each other), held until dropped; a directory that cannot be locked is not.
+fn lock_directories(files: &[AtomicFile]) -> Vec<std::fs::File> {
+    let mut dirs: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.temp.parent())
+        .map(|d| {
+            let d = if d.as_os_str().is_empty() { Path::new(".") } else { d };
+            std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf())
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter()
+        .filter_map(|d| std::fs::File::open(d).ok())
+        .inspect(|dir| {
+            #[cfg(unix)]
+            {
+                use std::os::fd::AsRawFd;
+                // SAFETY: a valid open descriptor; the lock ends when the file is closed.
+                unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX) };
+            }
+        })
+        .collect()
 }
 
 /// Fails if `target`, at any place it can lead a writer to ([`resolutions`]: through symbolic
