@@ -3846,3 +3846,68 @@ fn a_release_and_its_report_page_land_together() {
         assert_eq!(mode, 0o600, "{}", f.display());
     }
 }
+
+/// As the first process of a PID namespace (`docker run IMAGE pbg ..`), which ignores a raised
+/// signal it has no handler for, an interrupted `COPY` is undone and the process ends with the
+/// signal's shell status (it ran on, committed its write and then waited for good). Skipped
+/// where no PID namespace can be made (`unshare` needs the rights for it).
+#[test]
+fn an_interrupted_copy_as_the_first_process_of_a_container_is_undone() {
+    let can = std::process::Command::new("unshare")
+        .args(["-fp", "--mount-proc", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can {
+        eprintln!("skipped: no PID namespace can be made here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("k.csv");
+    fs::write(&target, "c\n42\n").unwrap();
+    let copy = format!(
+        "COPY (SELECT value AS c, repeat('x', 100) AS d FROM generate_series(1, 200000000)) TO '{}'",
+        target.display()
+    );
+    let unshare = std::process::Command::new("unshare")
+        .args([
+            "-fp",
+            "--mount-proc",
+            env!("CARGO_BIN_EXE_pbg"),
+            "sql",
+            "-c",
+            &copy,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let staged = dir.path().join("k.csv#1");
+    let started = std::time::Instant::now();
+    // pbg, the child of `unshare`, once its write is under way.
+    let children = format!("/proc/{0}/task/{0}/children", unshare.id());
+    let pbg = loop {
+        assert!(started.elapsed().as_secs() < 60, "the write never started");
+        let child = fs::read_to_string(&children).unwrap_or_default();
+        match child.split_whitespace().next() {
+            Some(pid) if staged.exists() => break pid.parse::<libc::pid_t>().unwrap(),
+            _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
+    // SAFETY: pbg's pid, a valid signal.
+    assert_eq!(unsafe { libc::kill(pbg, libc::SIGTERM) }, 0);
+    let out = unshare.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(128 + libc::SIGTERM),
+        "{:?}",
+        out.status
+    );
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["k.csv"]);
+    assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
+}

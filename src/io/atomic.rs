@@ -242,7 +242,11 @@ fn lock_directories(files: &[AtomicFile]) -> Vec<std::fs::File> {
         .iter()
         .filter_map(|f| f.temp.parent())
         .map(|d| {
-            let d = if d.as_os_str().is_empty() { Path::new(".") } else { d };
+            let d = if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            };
             std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf())
         })
         .collect();
