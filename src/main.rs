@@ -5,16 +5,17 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Rust ignores SIGPIPE, which turns a closed pipe into a panic in println!; restore the default
-    // so that `pbg ... | head` ends quietly. Not for cluster roles and clients: they write to
-    // sockets, where a peer that went away must be an error, not a silent death of the process.
-    let networked = networked();
+    // Rust ignores SIGPIPE, which turns a closed pipe into an error or a panic in println!:
+    // both end the process quietly with the signal's shell status (below), after the writes
+    // under way are undone (the signal's default action killed the process in the middle of
+    // them, when a note went to a closed standard error). Cluster roles and clients write to
+    // sockets too, where a peer that went away must be an error.
+    // A file grown past `ulimit -f` fails its write (EFBIG) instead of killing the process:
+    // a failed write is put back like any other (SIGXFSZ left a partial `out.csv#1`).
     #[cfg(unix)]
-    if !networked {
-        // SAFETY: called first thing in main, before any thread exists; SIG_DFL is always valid.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
+    // SAFETY: called first thing in main, before any thread exists; SIG_IGN is always valid.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     // Cluster roles keep Ballista's own handling of SIGINT and SIGTERM (an executor deregisters).
     #[cfg(unix)]
@@ -28,23 +29,23 @@ fn main() -> ExitCode {
     {
         watch_interrupts();
     }
-    if networked {
-        // With SIGPIPE ignored, printing to a closed pipe (`pbg sql --cluster .. | head`) panics
-        // in println!: end quietly as the signal would, with its status.
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let text = info
-                .payload()
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| info.payload().downcast_ref::<&str>().copied())
-                .unwrap_or("");
-            if text.contains("failed printing to stdout") && text.contains("Broken pipe") {
-                std::process::exit(141);
-            }
-            default(info);
-        }));
-    }
+    // With SIGPIPE ignored, printing to a closed pipe (`pbg lattice .. | head`) panics in
+    // println! or eprintln!: the writes under way are undone, and the process ends quietly as
+    // the signal would, with its status.
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.contains("failed printing to std") && text.contains("Broken pipe") {
+            pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10));
+            std::process::exit(141);
+        }
+        default(info);
+    }));
     let code = run();
     // An interrupt taken meanwhile ends the process once its undo is done: the writes it
     // guards are put back, whatever this run reached (the wait is bounded, should the watcher
@@ -55,16 +56,8 @@ fn main() -> ExitCode {
     code
 }
 
-/// Whether the command talks to a cluster (a role or a client).
-fn networked() -> bool {
-    std::env::args()
-        .skip(1)
-        .any(|a| a == "cluster" || a == "--cluster" || a.starts_with("--cluster="))
-}
-
 /// Runs the command; its exit status.
 fn run() -> ExitCode {
-    let networked = networked();
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -88,7 +81,7 @@ fn run() -> ExitCode {
                 }
             }
             // Output to a closed pipe, with SIGPIPE ignored: end as the signal would.
-            if networked && message.contains("Broken pipe (os error 32)") {
+            if message.contains("Broken pipe (os error 32)") {
                 return ExitCode::from(141);
             }
             eprintln!("pbg: error: {message}");
@@ -97,7 +90,7 @@ fn run() -> ExitCode {
     }
 }
 
-/// Ends the process on SIGINT, SIGTERM or SIGHUP as the signal would, after undoing what the
+/// Ends the process on SIGINT, SIGTERM, SIGHUP or SIGQUIT as the signal would, after undoing what the
 /// writes under way leave behind ([`pbg::io::interrupt`]): a `COPY` stopped by Ctrl-C left a
 /// visible partial target (`out.csv#1`) and a hidden link to the previous file; a release its
 /// temporary file. The signals are blocked in every thread and taken by one watching thread.
@@ -108,7 +101,7 @@ fn watch_interrupts() {
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             // A signal the process was started ignoring (`nohup`, a background job's SIGINT)
             // stays ignored: Linux queues a blocked signal even so, and the watcher took it.
             let mut current: libc::sigaction = std::mem::zeroed();

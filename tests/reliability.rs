@@ -3911,3 +3911,83 @@ fn an_interrupted_copy_as_the_first_process_of_a_container_is_undone() {
     assert_eq!(names, ["k.csv"]);
     assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
 }
+
+/// A write past the file size limit (`ulimit -f`, as batch systems set it) fails and is put
+/// back like any failed write: SIGXFSZ ended the process in the middle of it, leaving a partial
+/// `k.csv#1` and the hidden link to the previous file.
+#[test]
+fn a_copy_past_the_file_size_limit_fails_and_leaves_its_target() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("k.csv");
+    fs::write(&target, "c\n42\n").unwrap();
+    let copy = format!(
+        "COPY (SELECT value AS c, repeat('x', 100) AS d FROM generate_series(1, 1000000)) TO '{}'",
+        target.display()
+    );
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"));
+    command.args(["sql", "-c", &copy]);
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: 1 << 20,
+            };
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["k.csv"]);
+    assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
+}
+
+/// A note written to a closed standard error (a log reader gone) ends the run quietly with
+/// SIGPIPE's status, after its writes are undone: the signal's default action killed it with the
+/// previous release and page kept aside under hidden names and the page's temporary file left.
+#[test]
+fn a_closed_standard_error_ends_the_run_with_its_writes_undone() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,ZIP,disease\n13053,1,flu\n13068,2,flu\n13053,3,cold\n13068,4,cold\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let out = write(dir.path(), "r.csv", "previous release");
+    let page = write(dir.path(), "r.html", "previous page");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"))
+        .args([
+            "anonymize",
+            &p,
+            "--node",
+            "1",
+            "--output",
+            &out,
+            "--report",
+            &page,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(run.code(), Some(141), "{run:?}");
+    assert_eq!(fs::read_to_string(&out).unwrap(), "previous release");
+    assert_eq!(fs::read_to_string(&page).unwrap(), "previous page");
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["d.csv", "p.toml", "r.csv", "r.html"]);
+}

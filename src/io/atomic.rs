@@ -103,7 +103,8 @@ impl AtomicFile {
                 break temp;
             }
         };
-        let undo = super::interrupt::on_interrupt(super::interrupt::Undo::Remove(temp.clone()));
+        let undo = super::interrupt::on_interrupt(super::interrupt::Undo::Remove(temp.clone()))
+            .map_err(|e| PbgError::io(target, e))?;
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,

@@ -28,8 +28,14 @@ impl TargetGuard {
     /// Keeps what `target` holds before its write; an error (nothing written yet) when its
     /// previous file cannot be kept.
     fn keep(target: &Target) -> std::io::Result<TargetGuard> {
-        let before = Arc::new(Mutex::new(Before::take(target)?));
-        let undo = on_interrupt(Undo::Restore(before.clone()));
+        // Registered before the previous file is kept aside, and held while it is: an interrupt
+        // meanwhile waits for it, then puts it back (kept after the interrupt's undo had run, a
+        // file renamed aside was left under its hidden name).
+        let before = Arc::new(Mutex::new(Before::settled(target)));
+        let mut held = lock(&before);
+        let undo = on_interrupt(Undo::Restore(before.clone()))?;
+        *held = Before::take(target)?;
+        drop(held);
         Ok(TargetGuard {
             before,
             _undo: undo,

@@ -92,10 +92,16 @@ impl Undos {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn register(&'static self, undo: Undo) -> Pending {
+    /// Registers `undo`; `None` once an interrupt was taken (its undo has run or is running:
+    /// a write begun now would be left as it is).
+    fn register(&'static self, undo: Undo) -> Option<Pending> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.registered().actions.push((id, Arc::new(undo)));
-        Pending { undos: self, id }
+        let mut registered = self.registered();
+        if registered.taken {
+            return None;
+        }
+        registered.actions.push((id, Arc::new(undo)));
+        Some(Pending { undos: self, id })
     }
 
     /// The actions registered now, newest first (a write's undo may rely on an older one's
@@ -112,9 +118,14 @@ impl Undos {
 }
 
 /// Registers `undo`, to be carried out if the process is interrupted before the returned
-/// [`Pending`] is dropped.
-pub(crate) fn on_interrupt(undo: Undo) -> Pending {
-    UNDOS.register(undo)
+/// [`Pending`] is dropped; an error once the process was interrupted (the write must not begin).
+pub(crate) fn on_interrupt(undo: Undo) -> std::io::Result<Pending> {
+    UNDOS.register(undo).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "interrupted: the writes under way are being undone",
+        )
+    })
 }
 
 impl Drop for Pending {
@@ -192,12 +203,14 @@ mod tests {
             std::fs::write(f, "x").unwrap();
         }
         std::fs::write(dir.path().join("gone#1"), "x").unwrap();
-        let pending = LOCAL.register(Undo::Remove(gone.clone()));
+        let pending = LOCAL.register(Undo::Remove(gone.clone())).unwrap();
         drop(LOCAL.register(Undo::Remove(kept.clone())));
         let taken = LOCAL.take();
         assert_eq!(taken.len(), 1);
         assert!(LOCAL.take().is_empty());
         assert!(LOCAL.registered().taken);
+        // Nothing registers after an interrupt.
+        assert!(LOCAL.register(Undo::Remove(kept.clone())).is_none());
         for undo in taken {
             undo.run();
         }

@@ -72,6 +72,21 @@ pub(crate) struct Before {
 }
 
 impl Before {
+    /// A `Before` of `target` that keeps nothing and puts nothing back.
+    pub(super) fn settled(target: &Target) -> Before {
+        Before {
+            target: target.clone(),
+            previous: None,
+            files_before: HashSet::new(),
+            dirs_before: HashSet::new(),
+            created: None,
+            staged_before: HashSet::new(),
+            untouched: true,
+            identity: None,
+            settled: true,
+        }
+    }
+
     /// What `target` holds before its write; an error (nothing written yet) when its previous
     /// file cannot be kept.
     pub(super) fn take(target: &Target) -> std::io::Result<Before> {
