@@ -27,6 +27,16 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// A profile over `data` with a masked `zip` QI, sensitive `disease`, identifier `id` when
 /// `with_id`, extra TOML appended.
 fn profile(dir: &Path, data: &str, with_id: bool, extra: &str) -> String {
@@ -3645,14 +3655,7 @@ fn an_experiment_refuses_a_pipe_among_its_reports_before_its_work() {
 fn an_interrupted_copy_leaves_its_target_as_it_was() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let listing = |dir: &Path| -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let listing = names_in;
     // Waits until `done` holds, at most a minute.
     let eventually = |done: &dyn Fn() -> bool, what: &str| {
         let started = std::time::Instant::now();
@@ -3734,14 +3737,7 @@ fn a_release_and_its_report_page_land_together() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();
     let (out, page) = (dir.path().join("r.csv"), dir.path().join("r.html"));
-    let listing = || -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let listing = || names_in(dir.path());
     let spawn = || {
         fs::write(&out, "previous release").unwrap();
         fs::write(&page, "previous page").unwrap();
@@ -3903,12 +3899,7 @@ fn an_interrupted_copy_as_the_first_process_of_a_container_is_undone() {
         "{:?}",
         out.status
     );
-    let mut names: Vec<String> = fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["k.csv"]);
+    assert_eq!(names_in(dir.path()), ["k.csv"]);
     assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
 }
 
@@ -3942,11 +3933,7 @@ fn a_copy_past_the_file_size_limit_fails_and_leaves_its_target() {
     }
     let out = command.output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
-    let names: Vec<String> = fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(names, ["k.csv"]);
+    assert_eq!(names_in(dir.path()), ["k.csv"]);
     assert_eq!(fs::read_to_string(&target).unwrap(), "c\n42\n");
 }
 
@@ -3984,10 +3971,5 @@ fn a_closed_standard_error_ends_the_run_with_its_writes_undone() {
     assert_eq!(run.code(), Some(141), "{run:?}");
     assert_eq!(fs::read_to_string(&out).unwrap(), "previous release");
     assert_eq!(fs::read_to_string(&page).unwrap(), "previous page");
-    let mut names: Vec<String> = fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["d.csv", "p.toml", "r.csv", "r.html"]);
+    assert_eq!(names_in(dir.path()), ["d.csv", "p.toml", "r.csv", "r.html"]);
 }
