@@ -41,7 +41,11 @@ fn main() -> ExitCode {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if text.contains("failed printing to std") && text.contains("Broken pipe") {
-            pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10));
+            // A signal taken first ends the process itself, once its undo is done.
+            if pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10)) {
+                std::process::exit(141);
+            }
+            std::thread::sleep(std::time::Duration::from_secs(60));
             std::process::exit(141);
         }
         default(info);
@@ -127,7 +131,7 @@ fn watch_interrupts() {
             }
             // The writes under way are undone before the process ends: a script that reads
             // the output right after the exit finds it as it was.
-            pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10));
+            let _ = pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10));
             // Only the signal taken is unblocked: a second one already pending (`kill -INT`,
             // then `kill -TERM`) ended the process with its own status instead.
             // SAFETY: the default action restored and the signal unblocked in this thread, the

@@ -193,7 +193,14 @@ fn run_mode(a: AnonymizeArgs, release: bool) -> anyhow::Result<()> {
             None => format!("{profile:#?}"),
         };
         let html = super::report::render(report, facts, &requirements, &profile_text);
-        std::fs::write(page.temp_path(), html).map_err(|e| pbg::PbgError::io(path, e))?;
+        // Into the temporary file made at the start, never a new one: an interrupt's undo may
+        // have removed it (written anew, it was left behind).
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(page.temp_path())
+            .and_then(|mut f| std::io::Write::write_all(&mut f, html.as_bytes()))
+            .map_err(|e| pbg::PbgError::io(path, e))?;
         Ok(Some(page))
     };
     // The release and its page land together: the page is written before the release is

@@ -180,13 +180,22 @@ pub fn finish() -> bool {
 
 /// Undoes the writes under way, for an interrupt: takes the registered actions (no write
 /// begins or settles from then on), waits for the store's writes under way to end (at most
-/// `wait`), then carries the actions out.
-pub fn undo_interrupted(wait: Duration) {
-    let actions = UNDOS.take();
-    crate::input::stop_writes(wait);
-    for undo in actions {
-        undo.run();
-    }
+/// `wait`), then carries the actions out. Once per process: a second caller (a signal and a
+/// closed standard error at once) returns when the first one's undo is done, and learns that
+/// it was not the first (false); the first ends the process. (It exited in the middle of the
+/// first one's undo, leaving its kept files.)
+pub fn undo_interrupted(wait: Duration) -> bool {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let mut first = false;
+    ONCE.call_once(|| {
+        first = true;
+        let actions = UNDOS.take();
+        crate::input::stop_writes(wait);
+        for undo in actions {
+            undo.run();
+        }
+    });
+    first
 }
 
 #[cfg(test)]
