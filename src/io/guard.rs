@@ -75,7 +75,7 @@ impl TargetGuard {
     }
 
     /// The writes succeeded: the target stays as they left it (unless the process was
-    /// interrupted meanwhile: the undo it was handed puts the target back).
+    /// interrupted meanwhile: the interrupt's undo puts the target back).
     pub fn commit(self) {
         settle(&[&self._undo], || lock(&self.before).commit());
     }
@@ -95,8 +95,7 @@ impl TargetGuard {
 
 impl Drop for TargetGuard {
     fn drop(&mut self) {
-        // Settled already (a no-op then), or put back here unless an interrupted process's
-        // undo has it.
+        // Settled already (a no-op then), or put back here unless an interrupt's undo has it.
         settle(&[&self._undo], || lock(&self.before).restore());
     }
 }

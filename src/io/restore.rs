@@ -1,7 +1,7 @@
 //! What a write's target held before it, and putting it back: the previous file of a
 //! single-file target kept aside, the files and directories of a directory target listed. Kept
-//! as data so that it can be settled by the write (its commit, or a failed or dropped write) or by an
-//! interrupt ([`super::interrupt`]).
+//! as data so that it can be settled by the write (its commit, or a failed or dropped write)
+//! or by an interrupt ([`super::interrupt`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
