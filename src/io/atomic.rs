@@ -184,6 +184,7 @@ impl AtomicFile {
                 std::fs::rename(&file.temp, &file.target)
                     .map_err(|e| PbgError::io(&file.target, e))?;
                 file.committed = true;
+                super::restore::note_landed(&file.target);
                 // What this run wrote is kept like what it read from any later cleanup.
                 crate::input::note_read(&file.target);
             }

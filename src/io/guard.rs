@@ -70,6 +70,7 @@ impl TargetGuard {
             path: path.to_path_buf(),
             single_file: true,
             extension: String::new(),
+            atomic: true,
         };
         TargetGuard::keep(&target).map_err(|e| crate::error::PbgError::io(path, e))
     }

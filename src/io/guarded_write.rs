@@ -85,6 +85,7 @@ impl Target {
             single_file: config.table_partition_cols.is_empty()
                 && config.file_output_mode.single_file_output(url),
             extension: config.file_extension.clone(),
+            atomic: false,
         })
     }
 }

@@ -16,6 +16,27 @@ pub(crate) struct Target {
     pub(super) single_file: bool,
     /// The extension of the files a directory write makes.
     pub(super) extension: String,
+    /// Written only by pbg's atomic renames, which note what they land ([`note_landed`]): a
+    /// file found there that none of them landed is another run's, and is left as it is.
+    pub(super) atomic: bool,
+}
+
+/// The files pbg's atomic renames put in place in this process (device and inode).
+static LANDED: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes the file at `path` as landed by this process (just renamed into place).
+pub(super) fn note_landed(path: &Path) {
+    if let Some(id) = entry_identity(path) {
+        LANDED.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+    }
+}
+
+/// Whether this process landed the file `id`.
+fn landed(id: (u64, u64)) -> bool {
+    LANDED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&id)
 }
 
 /// Distinguishes the kept files of writes in one process.
@@ -167,19 +188,22 @@ impl Before {
             for staged in staged_files(&self.target.path).difference(&self.staged_before) {
                 let _ = std::fs::remove_file(staged);
             }
-            let unchanged =
-                self.identity.is_some() && entry_identity(&self.target.path) == self.identity;
+            let now = entry_identity(&self.target.path);
+            let unchanged = self.identity.is_some() && now == self.identity;
+            // Another run's file, landed after this one began (runs to the same output): a
+            // failed run put back over it what it had found at its start.
+            let others = self.target.atomic && !unchanged && now.is_some_and(|id| !landed(id));
             match self.previous.take() {
                 // A write that failed before it replaced the target leaves it as it was: the
                 // kept link or copy goes (`rename` of two links to one file does nothing, and a
                 // copy renamed back would replace the user's file).
-                Some(kept @ (Kept::Linked(_) | Kept::Copied(_))) if unchanged => {
+                Some(kept @ (Kept::Linked(_) | Kept::Copied(_))) if unchanged || others => {
                     let _ = std::fs::remove_file(kept.path());
                 }
                 Some(kept) => {
                     let _ = std::fs::rename(kept.path(), &self.target.path);
                 }
-                None if self.untouched => {}
+                None if self.untouched || others => {}
                 None => {
                     let _ = std::fs::remove_file(&self.target.path);
                 }
@@ -453,6 +477,7 @@ mod tests {
             path: dir.path().join(name),
             single_file: true,
             extension: "csv".into(),
+            atomic: false,
         };
         let link = dir.path().join("link.csv");
         std::os::unix::fs::symlink("nowhere.csv", &link).unwrap();
@@ -501,6 +526,7 @@ mod tests {
             path: file.clone(),
             single_file: true,
             extension: "csv".into(),
+            atomic: false,
         };
         let mut before = Before::take(&target).unwrap();
         // As when the link was refused: the previous file copied instead.
@@ -544,6 +570,40 @@ mod tests {
         assert_eq!(std::fs::read(&users).unwrap(), b"the user's file");
         let other = link_aside(&target).unwrap();
         assert!(other != kept && other.exists());
+    }
+
+    /// A failed run puts back what it found only over what it wrote itself: another run's file
+    /// landed meanwhile stays (runs to the same output).
+    #[test]
+    fn another_runs_file_is_not_replaced_by_a_failed_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.csv");
+        let target = Target {
+            path: file.clone(),
+            single_file: true,
+            extension: "csv".into(),
+            atomic: true,
+        };
+        let replace = |text: &str| {
+            let new = dir.path().join("new");
+            std::fs::write(&new, text).unwrap();
+            std::fs::rename(&new, &file).unwrap();
+        };
+        for (ours, left) in [(true, "previous"), (false, "another run's")] {
+            std::fs::write(&file, "previous").unwrap();
+            let mut before = Before::take(&target).unwrap();
+            match ours {
+                true => {
+                    replace("this run's");
+                    note_landed(&file);
+                }
+                false => replace("another run's"),
+            }
+            before.restore();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), left);
+            let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(names.len(), 1, "the kept file is gone");
+        }
     }
 
     #[test]
