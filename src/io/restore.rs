@@ -21,14 +21,33 @@ pub(crate) struct Target {
     pub(super) atomic: bool,
 }
 
-/// The files pbg's atomic renames put in place in this process (device and inode).
-static LANDED: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+/// The files pbg's atomic renames put in place in this process, newest last: their device and
+/// inode, each held open so that its inode is not freed and given to another file meanwhile
+/// (a file written just after one was replaced got its inode, and was taken for it).
+static LANDED: std::sync::Mutex<std::collections::VecDeque<(std::fs::File, (u64, u64))>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+/// The most landed files held open: far more than the writes of a run that can fail together.
+const LANDED_HELD: usize = 64;
 
 /// Notes the file at `path` as landed by this process (just renamed into place).
 pub(super) fn note_landed(path: &Path) {
-    if let Some(id) = entry_identity(path) {
-        LANDED.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        // The inode only, whatever its permissions.
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_PATH | libc::O_NOFOLLOW);
     }
+    let (Ok(file), Some(id)) = (open.open(path), entry_identity(path)) else {
+        return;
+    };
+    let mut landed = LANDED.lock().unwrap_or_else(|e| e.into_inner());
+    if landed.len() == LANDED_HELD {
+        landed.pop_front();
+    }
+    landed.push_back((file, id));
 }
 
 /// Whether this process landed the file `id`.
@@ -36,7 +55,8 @@ fn landed(id: (u64, u64)) -> bool {
     LANDED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .contains(&id)
+        .iter()
+        .any(|(_, l)| *l == id)
 }
 
 /// Distinguishes the kept files of writes in one process.
