@@ -41,11 +41,11 @@ fn main() -> ExitCode {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if text.contains("failed printing to std") && text.contains("Broken pipe") {
-            // A signal taken first ends the process itself, once its undo is done.
-            if pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10)) {
-                std::process::exit(141);
+            // A signal taken first ends the process itself, once its undo is done (the wait
+            // is bounded).
+            if !pbg::io::interrupt::undo_interrupted(std::time::Duration::from_secs(10)) {
+                std::thread::sleep(std::time::Duration::from_secs(60));
             }
-            std::thread::sleep(std::time::Duration::from_secs(60));
             std::process::exit(141);
         }
         default(info);

@@ -78,7 +78,7 @@ impl TargetGuard {
     /// The writes succeeded: the target stays as they left it (unless the process was
     /// interrupted meanwhile: the interrupt's undo puts the target back).
     pub fn commit(self) {
-        settle(&[&self._undo], || lock(&self.before).commit());
+        TargetGuard::commit_all(vec![self]);
     }
 
     /// Commits `guards` in one step against an interrupt: it finds every target kept or every

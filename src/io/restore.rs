@@ -132,15 +132,10 @@ impl Before {
     /// file cannot be kept.
     pub(super) fn take(target: &Target) -> std::io::Result<Before> {
         let mut guard = Before {
-            target: target.clone(),
-            previous: None,
-            files_before: HashSet::new(),
-            dirs_before: HashSet::new(),
-            created: None,
             staged_before: staged_files(&target.path),
             untouched: false,
-            identity: None,
             settled: false,
+            ..Before::settled(target)
         };
         let within = match target.single_file {
             true => target.path.parent(),
