@@ -73,6 +73,8 @@ fn helper_holding(
     let (waits, ends) = std::io::pipe()?;
     let helper = std::process::Command::new("/bin/sh")
         .args(["-c", "read -r _"])
+        // Nothing from the environment reaches the shell (no startup file it could name).
+        .env_clear()
         .stdin(waits)
         // Never written: the helper only holds it.
         .stdout(file)
