@@ -19,18 +19,15 @@ fn main() -> ExitCode {
     }
     // Cluster roles keep Ballista's own handling of SIGINT and SIGTERM (an executor deregisters).
     #[cfg(unix)]
+    // The command is the first argument that is no flag (`pbg --quiet cluster executor`: the
+    // only global flag takes no value).
+    if std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .as_deref()
+        != Some("cluster")
     {
-        // The command is the first argument that is no flag (`pbg --quiet cluster executor`:
-        // the only global flag takes no value).
-        let command = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-        if command.as_deref() != Some("cluster") {
-            watch_interrupts();
-            // The process ends once its outputs land: the files they replace are freed after
-            // it. (The SQL shell and the cluster roles go on: they free them as they go.)
-            if command.as_deref() != Some("sql") {
-                pbg::io::free_after_exit();
-            }
-        }
+        watch_interrupts();
     }
     // With SIGPIPE ignored, printing to a closed pipe (`pbg lattice .. | head`) panics in
     // println! or eprintln!: the writes under way are undone, and the process ends quietly as

@@ -15,9 +15,6 @@ pub struct AtomicFile {
     committed: bool,
     /// The sync started by [`AtomicFile::sync_in_background`], joined by the commit.
     syncing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
-    /// The file the rename will replace, held open across it so that it is freed off the
-    /// run's path ([`super::replaced`]).
-    replaced: Option<std::fs::File>,
     /// Removes the temporary file (and what the object store staged for it) if the process is
     /// interrupted meanwhile, instead of leaving it to the next run to the same output.
     _interrupted: super::interrupt::Pending,
@@ -113,7 +110,6 @@ impl AtomicFile {
             temp,
             committed: false,
             syncing: None,
-            replaced: None,
             _interrupted: undo,
         })
     }
@@ -188,9 +184,6 @@ impl AtomicFile {
                 std::fs::rename(&file.temp, &file.target)
                     .map_err(|e| PbgError::io(&file.target, e))?;
                 file.committed = true;
-                if let Some(old) = file.replaced.take() {
-                    super::replaced::free(old);
-                }
                 super::restore::note_landed(&file.target);
                 // What this run wrote is kept like what it read from any later cleanup.
                 crate::input::note_read(&file.target);
@@ -226,7 +219,6 @@ impl AtomicFile {
         // Checked again at the last moment: a named pipe or a device made there during the run
         // was replaced by the release (`new` saw none).
         refuse_special_target(&self.target)?;
-        self.replaced = super::replaced::hold(&self.target);
         // The output replaced keeps its access (a `0600` release came back `0644`).
         super::restore::carry_permissions(&self.target, &self.temp);
         Ok(())

@@ -7,7 +7,6 @@ mod guarded_arrow;
 mod guarded_write;
 pub mod interrupt;
 mod read;
-mod replaced;
 mod restore;
 mod write;
 
@@ -20,5 +19,4 @@ pub use guard::TargetGuard;
 pub use guarded_arrow::{GuardedArrowFormat, GuardedArrowFormatFactory};
 pub use guarded_write::{GuardedWriteExec, GuardedWrites};
 pub use read::{Table, column_index, read_table, read_table_in};
-pub use replaced::free_after_exit;
 pub use write::{BatchWriter, OutputFormat, write_batches};

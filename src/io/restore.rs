@@ -189,12 +189,7 @@ impl Before {
         }
         if let Some(kept) = self.previous.take() {
             carry_permissions(kept.path(), &self.target.path);
-            // Freed off the run's path: removing its last link frees it inside the call.
-            let old = super::replaced::hold(kept.path());
             let _ = std::fs::remove_file(kept.path());
-            if let Some(old) = old {
-                super::replaced::free(old);
-            }
         }
     }
 
