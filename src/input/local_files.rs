@@ -57,7 +57,11 @@ impl ObjectStore for RegularFiles {
     ) -> object_store::Result<PutResult> {
         self.refuse_special(location, NOT_WRITABLE)?;
         let _writing = begin_write()?;
-        self.local.put_opts(location, payload, opts).await
+        let done = self.local.put_opts(location, payload, opts).await;
+        if let Err(e) = &done {
+            note_failure(&self.local.path_to_filesystem(location)?, e);
+        }
+        done
     }
 
     async fn put_multipart_opts(
@@ -68,7 +72,8 @@ impl ObjectStore for RegularFiles {
         self.refuse_special(location, NOT_WRITABLE)?;
         let _writing = begin_write()?;
         let upload = self.local.put_multipart_opts(location, opts).await?;
-        Ok(Box::new(InterruptibleUpload(upload)))
+        let path = self.local.path_to_filesystem(location)?;
+        Ok(Box::new(InterruptibleUpload(upload, path)))
     }
 
     async fn get_opts(
@@ -167,20 +172,62 @@ pub fn stop_writes(wait: std::time::Duration) {
     }
 }
 
-/// A multipart upload whose completion (the rename of its staged file into place) waits for no
-/// interrupt: once one was taken, it fails.
+/// The causes of this process's failed writes of local files, by file (the newest few).
+/// DataFusion 55 reports a write whose last part or completion fails (a file past `ulimit -f`,
+/// a full disk) as "Internal error: Error encountered while finalizing writes! Partial results
+/// may have been written ... likely caused by a bug in DataFusion", dropping the cause.
+static FAILED_WRITES: std::sync::Mutex<Vec<(std::path::PathBuf, String)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Failed writes remembered at most.
+const FAILED_KEPT: usize = 16;
+
+/// Notes that writing `path` failed with `e`.
+fn note_failure(path: &std::path::Path, e: &object_store::Error) {
+    let mut failed = FAILED_WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    if failed.len() == FAILED_KEPT {
+        failed.remove(0);
+    }
+    failed.push((path.to_path_buf(), e.to_string()));
+}
+
+/// The cause of the latest failed write of `target` or of a file under it (a partitioned
+/// write's directory), taken from the record.
+pub fn failed_write_under(target: &std::path::Path) -> Option<(std::path::PathBuf, String)> {
+    let target = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+    let mut failed = FAILED_WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    let at = failed.iter().rposition(|(p, _)| p.starts_with(&target))?;
+    Some(failed.remove(at))
+}
+
+/// A multipart upload (of the file at its path) whose completion (the rename of its staged file
+/// into place) waits for no interrupt: once one was taken, it fails. Its failures are noted
+/// ([`failed_write_under`]).
 #[derive(Debug)]
-struct InterruptibleUpload(Box<dyn MultipartUpload>);
+struct InterruptibleUpload(Box<dyn MultipartUpload>, std::path::PathBuf);
 
 #[async_trait]
 impl MultipartUpload for InterruptibleUpload {
     fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
-        self.0.put_part(data)
+        use futures::FutureExt;
+        let path = self.1.clone();
+        self.0
+            .put_part(data)
+            .inspect(move |done| {
+                if let Err(e) = done {
+                    note_failure(&path, e);
+                }
+            })
+            .boxed()
     }
 
     async fn complete(&mut self) -> object_store::Result<PutResult> {
         let _writing = begin_write()?;
-        self.0.complete().await
+        let done = self.0.complete().await;
+        if let Err(e) = &done {
+            note_failure(&self.1, e);
+        }
+        done
     }
 
     async fn abort(&mut self) -> object_store::Result<()> {

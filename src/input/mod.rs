@@ -41,7 +41,7 @@ use files::check_files;
 pub use files::{FileKind, InputStamps, kind_of, note_read, note_written_csv, was_read};
 pub(crate) use files::{NOT_REGULAR, NOT_WRITABLE, status_change};
 pub(crate) use files::{first_record, has_glob, is_glob};
-pub use local_files::stop_writes;
+pub use local_files::{failed_write_under, stop_writes};
 use quoting::Quoting;
 pub use runtime::{block_on, runtime_handle};
 

@@ -19,6 +19,7 @@ use datafusion::datasource::file_format::json::JsonSink;
 use datafusion::datasource::file_format::parquet::ParquetSink;
 use datafusion::datasource::physical_plan::{FileSink, FileSinkConfig};
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::error::DataFusionError;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -189,17 +190,46 @@ impl ExecutionPlan for GuardedWriteExec {
         let guard = TargetGuard::before(&self.target)?;
         let stream = self.input.execute(partition, context)?;
         let schema = stream.schema();
+        let target = self.target.path.clone();
         // The write's stream yields its count once the write is done: the guard settles then
         // (or when the stream is dropped unfinished).
         let written = futures::stream::once(async move {
             let batches: Result<Vec<_>> = stream.try_collect().await;
-            if batches.is_ok() {
-                guard.commit();
+            match batches {
+                Ok(batches) => {
+                    guard.commit();
+                    Ok(batches)
+                }
+                Err(e) => {
+                    // Put back before the failure is told.
+                    drop(guard);
+                    Err(with_cause(e, &target))
+                }
             }
-            batches
         })
         .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
         .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, written)))
     }
+}
+
+/// `e` told with the file whose write failed and the failure's cause. DataFusion 55 reports a
+/// write whose last part or completion failed (a file past `ulimit -f`, a full disk) as an
+/// internal error blaming a bug in DataFusion and warning of partial results, the cause dropped,
+/// though the guard has put the target back; a part that failed earlier is told without its
+/// file.
+fn with_cause(e: DataFusionError, target: &std::path::Path) -> DataFusionError {
+    let Some((file, cause)) = crate::input::failed_write_under(target) else {
+        return e;
+    };
+    let text = e.message();
+    let dropped = text.contains("Error encountered while finalizing writes")
+        || text.contains("Error encountered during writing to ObjectStore");
+    DataFusionError::Execution(match dropped {
+        true => format!(
+            "{}: the write failed: {cause}; the target is put back as it was before the write",
+            file.display()
+        ),
+        false => format!("{}: {text}", file.display()),
+    })
 }
