@@ -40,6 +40,11 @@ fn main() -> ExitCode {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
+        // Tokio's panic when the system refuses its first thread is caught and told as an
+        // error (`pbg::input::start_threads`).
+        if text.starts_with("OS can't spawn worker thread") {
+            return;
+        }
         if text.contains("failed printing to std") && text.contains("Broken pipe") {
             // A signal taken first ends the process itself, once its undo is done (the wait
             // is bounded).
@@ -62,7 +67,12 @@ fn main() -> ExitCode {
 
 /// Runs the command; its exit status.
 fn run() -> ExitCode {
-    match cli::run() {
+    // The threads first: one the system refuses (`ulimit -u`) is then an error, not a panic
+    // inside the engine or a query that waits for good.
+    let ran = pbg::input::start_threads()
+        .map_err(anyhow::Error::from)
+        .and_then(|()| cli::run());
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // The cause chain, minus causes whose text an outer message already includes. The

@@ -3984,3 +3984,86 @@ fn a_closed_standard_error_ends_the_run_with_its_writes_undone() {
     assert_eq!(fs::read_to_string(&page).unwrap(), "previous page");
     assert_eq!(names_in(dir.path()), ["d.csv", "p.toml", "r.csv", "r.html"]);
 }
+
+/// A limit on processes (`ulimit -u`, counted per user) that refuses pbg some of its threads
+/// ends the run with an error saying so, or lets it finish: it panicked inside the engine's
+/// thread pool or tokio, or waited for good (a file read queued behind the query runtime's
+/// workers). Run as `nobody` (root is not held to the limit); skipped where that cannot be.
+#[test]
+fn a_limit_on_threads_is_an_error_never_a_hang_or_a_panic() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let data = write(
+        dir.path(),
+        "d.csv",
+        "zip,disease\n13053,flu\n13068,flu\n13053,cold\n13068,cold\n",
+    );
+    let p = profile(dir.path(), &data, false, "");
+    let out = dir.path().join("r.csv");
+    let (mut finished, mut refused) = (0, 0);
+    for limit in 4..=24u64 {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"));
+        command.args([
+            "anonymize",
+            &p,
+            "--node",
+            "1",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        // SAFETY: setrlimit, setgid and setuid only, between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                let nproc = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &nproc) != 0
+                    || libc::setgid(65534) != 0
+                    || libc::setuid(65534) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let Ok(mut child) = command
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+        else {
+            return; // `nobody` cannot run the binary here.
+        };
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed().as_secs() > 60 {
+                let _ = child.kill();
+                panic!("with {limit} processes allowed, pbg still runs after 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(!err.contains("panicked"), "{limit}: {err}");
+        match status.code() {
+            Some(0) => finished += 1,
+            Some(1) if err.contains("refuses more threads") => refused += 1,
+            // Too few processes for `nobody` to start the binary at all.
+            _ if err.is_empty() && status.code().is_none() => {}
+            _ => panic!("{limit}: {status:?} {err}"),
+        }
+    }
+    assert!(
+        refused > 0 && finished > 0,
+        "{refused} refused, {finished} finished"
+    );
+}

@@ -43,7 +43,7 @@ pub(crate) use files::{NOT_REGULAR, NOT_WRITABLE, status_change};
 pub(crate) use files::{first_record, has_glob, is_glob};
 pub use local_files::{failed_write_under, stop_writes};
 use quoting::Quoting;
-pub use runtime::{block_on, runtime_handle};
+pub use runtime::{block_on, runtime_handle, start_threads};
 
 /// Where a profile's rows come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -154,7 +154,11 @@ impl AtomicFile {
     /// checked meanwhile; [`AtomicFile::commit`] waits for it. Call it once the file is written.
     pub fn sync_in_background(&mut self) {
         let temp = self.temp.clone();
-        self.syncing = Some(std::thread::spawn(move || sync_path(&temp)));
+        // Without a thread (the system refuses one), the commit syncs it.
+        self.syncing = std::thread::Builder::new()
+            .name("pbg-sync".into())
+            .spawn(move || sync_path(&temp))
+            .ok();
     }
 
     /// Syncs the temporary file to disk (or waits for the sync started in the background), then

@@ -245,12 +245,15 @@ pub fn write_kept_csv(
     // copy into the file is about as long as the release itself.
     let (send, receive) = std::sync::mpsc::sync_channel::<ReleasedText>(WINDOW);
     std::thread::scope(|s| {
-        let writer = s.spawn(move || -> Result<(u64, Fingerprint)> {
-            for part in receive {
-                file.append(part)?;
-            }
-            file.finish()
-        });
+        let writer = std::thread::Builder::new()
+            .name("pbg-writer".into())
+            .spawn_scoped(s, move || -> Result<(u64, Fingerprint)> {
+                for part in receive {
+                    file.append(part)?;
+                }
+                file.finish()
+            })
+            .map_err(|e| crate::error::PbgError::io("thread", e))?;
         let released = (|| -> Result<()> {
             for window in kept.chunks(WINDOW) {
                 let parts = window
