@@ -3988,7 +3988,8 @@ fn a_closed_standard_error_ends_the_run_with_its_writes_undone() {
 /// A limit on processes (`ulimit -u`, counted per user) that refuses pbg some of its threads
 /// ends the run with an error saying so, or lets it finish: it panicked inside the engine's
 /// thread pool or tokio, or waited for good (a file read queued behind the query runtime's
-/// workers). Run as `nobody` (root is not held to the limit); skipped where that cannot be.
+/// workers), or `pbg sql` on its own runtime died with no message. Run as `nobody` (root is not
+/// held to the limit); skipped where that cannot be.
 #[test]
 fn a_limit_on_threads_is_an_error_never_a_hang_or_a_panic() {
     use std::os::unix::fs::PermissionsExt;
@@ -4006,17 +4007,26 @@ fn a_limit_on_threads_is_an_error_never_a_hang_or_a_panic() {
     );
     let p = profile(dir.path(), &data, false, "");
     let out = dir.path().join("r.csv");
-    let (mut finished, mut refused) = (0, 0);
-    for limit in 4..=24u64 {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"));
-        command.args([
+    let copy = format!(
+        "COPY (SELECT 1 AS a) TO '{}'",
+        dir.path().join("c.csv").display()
+    );
+    // A release, and a SQL write (`pbg sql` runs on a runtime of its own).
+    let runs: [Vec<&str>; 2] = [
+        vec![
             "anonymize",
             &p,
             "--node",
             "1",
             "--output",
             out.to_str().unwrap(),
-        ]);
+        ],
+        vec!["sql", "-c", &copy],
+    ];
+    let (mut finished, mut refused) = (0, 0);
+    for (limit, args) in (4..=24u64).flat_map(|l| runs.iter().map(move |r| (l, r))) {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"));
+        command.args(args);
         // SAFETY: setrlimit, setgid and setuid only, between fork and exec.
         unsafe {
             command.pre_exec(move || {

@@ -220,16 +220,14 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
     std::thread::Builder::new()
         .name("pbg-sql".into())
         .stack_size(SQL_STACK)
-        .spawn(move || run_on_this_thread(a))?
+        .spawn(move || run_on_this_thread(a))
+        .map_err(|e| pbg::input::thread_refused("the SQL thread", e))?
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 fn run_on_this_thread(a: SqlArgs) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(SQL_STACK)
-        .build()?;
+    let rt = pbg::input::checked_runtime("pbg-sql", SQL_STACK)?;
     rt.block_on(async {
         let ctx = context(&a).await?;
         if let Some(sql) = &a.command {

@@ -192,12 +192,21 @@ fn note_failure(path: &std::path::Path, e: &object_store::Error) {
 }
 
 /// The cause of the latest failed write of `target` or of a file under it (a partitioned
-/// write's directory), taken from the record.
+/// write's directory); every failure noted there is taken from the record (a partitioned
+/// write notes one per file: left behind, they named an earlier write's file in a later
+/// failure's message).
 pub fn failed_write_under(target: &std::path::Path) -> Option<(std::path::PathBuf, String)> {
     let target = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
     let mut failed = FAILED_WRITES.lock().unwrap_or_else(|e| e.into_inner());
-    let at = failed.iter().rposition(|(p, _)| p.starts_with(&target))?;
-    Some(failed.remove(at))
+    let mut latest = None;
+    failed.retain(|(p, cause)| {
+        let under = p.starts_with(&target);
+        if under {
+            latest = Some((p.clone(), cause.clone()));
+        }
+        !under
+    });
+    latest
 }
 
 /// A multipart upload (of the file at its path) whose completion (the rename of its staged file
@@ -278,5 +287,26 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::metadata(&pipe).unwrap().file_type().is_fifo());
         assert_eq!(&file.unwrap()[..], b"a\n1\n");
+    }
+
+    /// The failures a partitioned write notes (one per file) are all taken with the latest:
+    /// left behind, an earlier write's file was named in a later failure's message.
+    #[test]
+    fn every_failure_under_a_target_is_taken_with_the_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let other = dir.path().join("other.csv");
+        let failure = |what: &str| object_store::Error::Generic {
+            store: "local",
+            source: what.to_string().into(),
+        };
+        note_failure(&target.join("p=0/a.csv"), &failure("first"));
+        note_failure(&other, &failure("elsewhere"));
+        note_failure(&target.join("p=1/b.csv"), &failure("second"));
+        let (file, cause) = failed_write_under(&target).unwrap();
+        assert_eq!(file, target.join("p=1/b.csv"));
+        assert!(cause.contains("second"), "{cause}");
+        assert!(failed_write_under(&target).is_none());
+        assert!(failed_write_under(&other).unwrap().1.contains("elsewhere"));
     }
 }

@@ -43,7 +43,9 @@ pub(crate) use files::{NOT_REGULAR, NOT_WRITABLE, status_change};
 pub(crate) use files::{first_record, has_glob, is_glob};
 pub use local_files::{failed_write_under, stop_writes};
 use quoting::Quoting;
-pub use runtime::{block_on, runtime_handle, start_threads};
+pub use runtime::{
+    block_on, building_runtime, checked_runtime, runtime_handle, start_threads, thread_refused,
+};
 
 /// Where a profile's rows come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

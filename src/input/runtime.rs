@@ -2,67 +2,92 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::LazyLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use crate::error::{PbgError, Result};
 
-/// The runtime's worker threads that have started.
-static STARTED: AtomicUsize = AtomicUsize::new(0);
+/// Whether a runtime is being built ([`checked_runtime`]): tokio's panic on a refused first
+/// thread is caught and told as an error then, so a face's panic hook may leave it unprinted.
+static BUILDING: AtomicBool = AtomicBool::new(false);
 
-static RUNTIME: LazyLock<std::result::Result<tokio::runtime::Runtime, String>> =
-    LazyLock::new(|| {
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let build = || {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .enable_all()
-                .thread_name("pbg-datafusion")
-                // DataFusion and Ballista plan deep expressions recursively on worker threads
-                // too.
-                .thread_stack_size(16 << 20)
-                // Its threads for blocking work (file reads) stay once made: see below.
-                .thread_keep_alive(std::time::Duration::from_secs(24 * 3600))
-                .on_thread_start(|| {
-                    STARTED.fetch_add(1, Ordering::SeqCst);
-                })
-                .build()
-        };
-        // Tokio panics when the system refuses its first worker a thread.
-        let runtime = std::panic::catch_unwind(build)
-            .map_err(|_| refused("the query threads did not start".into()))?
-            .map_err(|e| e.to_string())?;
-        // A worker the system refused a thread for (a limit on processes, `ulimit -u`) waits in
-        // tokio's queue for another thread to be free, which a worker never is: every query
-        // then waited for good.
-        let start = std::time::Instant::now();
-        while STARTED.load(Ordering::SeqCst) < workers {
-            if start.elapsed() > std::time::Duration::from_secs(10) {
-                let started = STARTED.load(Ordering::SeqCst);
-                runtime.shutdown_background();
-                return Err(refused(format!(
-                    "{started} of its {workers} query threads started"
-                )));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        // A blocking task (a file read) the system refuses a thread for waits in tokio's queue
-        // for a blocking thread to be free; with none but the workers, never free, it waited
-        // for good. One is made now (kept, like those made later) or the runtime is refused.
-        let probe = std::panic::catch_unwind(|| {
-            runtime.block_on(async {
-                let made = runtime.spawn_blocking(|| ());
-                tokio::time::timeout(std::time::Duration::from_secs(10), made).await
+/// Whether [`checked_runtime`] is building a runtime now (a face's panic hook asks).
+pub fn building_runtime() -> bool {
+    BUILDING.load(Ordering::SeqCst)
+}
+
+/// A multi-thread tokio runtime named `name` whose worker threads have stacks of `stack` bytes,
+/// checked to have started: each worker, and one thread for blocking work (file reads), kept
+/// like those made later. A worker the system refused a thread for (a limit on processes,
+/// `ulimit -u`) waited in tokio's queue for another thread to be free, which a worker never is,
+/// and so did a file read with no blocking thread but the workers: every query then waited for
+/// good; and tokio panics when the system refuses its first thread.
+pub fn checked_runtime(name: &str, stack: usize) -> Result<tokio::runtime::Runtime> {
+    let fail = |what: String| PbgError::Format {
+        path: PathBuf::from("threads"),
+        message: refused(what),
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let started = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&started);
+    let build = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .thread_name(name)
+            .thread_stack_size(stack)
+            // Its threads for blocking work stay once made (see above).
+            .thread_keep_alive(std::time::Duration::from_secs(24 * 3600))
+            .on_thread_start(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
             })
-        });
-        if !matches!(probe, Ok(Ok(Ok(())))) {
+            .build()
+    };
+    BUILDING.store(true, Ordering::SeqCst);
+    let built = std::panic::catch_unwind(build);
+    BUILDING.store(false, Ordering::SeqCst);
+    let runtime = built
+        .map_err(|_| fail("the query threads did not start".into()))?
+        .map_err(|e| PbgError::io("threads", e))?;
+    let start = std::time::Instant::now();
+    while started.load(Ordering::SeqCst) < workers {
+        if start.elapsed() > START_WAIT {
+            let n = started.load(Ordering::SeqCst);
             runtime.shutdown_background();
-            return Err(refused(
-                "the query runtime's thread for file reads did not start".into(),
-            ));
+            return Err(fail(format!("{n} of its {workers} query threads started")));
         }
-        Ok(runtime)
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let probe = std::panic::catch_unwind(|| {
+        runtime.block_on(async {
+            let made = runtime.spawn_blocking(|| ());
+            tokio::time::timeout(START_WAIT, made).await
+        })
     });
+    if !matches!(probe, Ok(Ok(Ok(())))) {
+        runtime.shutdown_background();
+        return Err(fail(
+            "the query runtime's thread for file reads did not start".into(),
+        ));
+    }
+    Ok(runtime)
+}
+
+/// How long a runtime's threads may take to start before they count as refused (a thread
+/// starts in well under a millisecond).
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The error for a thread the system refused to start for `what`.
+pub fn thread_refused(what: &str, e: std::io::Error) -> PbgError {
+    PbgError::Format {
+        path: PathBuf::from("threads"),
+        message: refused(format!("{what} did not start ({e})")),
+    }
+}
+
+// DataFusion and Ballista plan deep expressions recursively on worker threads too.
+static RUNTIME: LazyLock<std::result::Result<tokio::runtime::Runtime, String>> =
+    LazyLock::new(|| checked_runtime("pbg-datafusion", 16 << 20).map_err(|e| e.to_string()));
 
 /// The engine's thread pool (rayon's global pool), started once: left to start on first use,
 /// a refused thread panicked inside the engine.
@@ -85,12 +110,20 @@ fn refused(what: String) -> String {
 /// Starts the engine's threads and the query runtime's, or says why they cannot start: called
 /// before any work, so that a refused thread is an error rather than a panic or a wait for good.
 pub fn start_threads() -> Result<()> {
-    let fail = |message: &String| PbgError::Format {
-        path: PathBuf::from("threads"),
-        message: message.clone(),
-    };
-    ENGINE_THREADS.as_ref().map_err(fail)?;
-    RUNTIME.as_ref().map(|_| ()).map_err(fail)
+    ENGINE_THREADS
+        .as_ref()
+        .map_err(|message| PbgError::Format {
+            path: PathBuf::from("threads"),
+            message: message.clone(),
+        })?;
+    // The runtime's error is told whole (it names the threads already).
+    RUNTIME
+        .as_ref()
+        .map(|_| ())
+        .map_err(|message| PbgError::Format {
+            path: PathBuf::from("threads"),
+            message: message.trim_start_matches("threads: ").to_string(),
+        })
 }
 
 /// Runs a DataFusion future to completion from synchronous code — the CLI, the engine, or a table
@@ -117,10 +150,7 @@ where
                 Ok(out) => Ok(out),
                 Err(panic) => std::panic::resume_unwind(panic),
             },
-            Err(e) => Err(PbgError::Format {
-                path: PathBuf::from("threads"),
-                message: refused(format!("a thread for the query did not start ({e})")),
-            }),
+            Err(e) => Err(thread_refused("a thread for the query", e)),
         }
     })
 }

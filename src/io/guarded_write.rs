@@ -188,6 +188,8 @@ impl ExecutionPlan for GuardedWriteExec {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let guard = TargetGuard::before(&self.target)?;
+        // No earlier write's failure is told as this one's.
+        let _ = crate::input::failed_write_under(&self.target.path);
         let stream = self.input.execute(partition, context)?;
         let schema = stream.schema();
         let target = self.target.path.clone();
