@@ -4024,7 +4024,9 @@ fn a_limit_on_threads_is_an_error_never_a_hang_or_a_panic() {
         vec!["sql", "-c", &copy],
     ];
     let (mut finished, mut refused) = (0, 0);
-    for (limit, args) in (4..=24u64).flat_map(|l| runs.iter().map(move |r| (l, r))) {
+    // pbg's threads grow with the cores (a pool and a runtime of one thread per core each).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    for (limit, args) in (4..=20 + 3 * cores).flat_map(|l| runs.iter().map(move |r| (l, r))) {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pbg"));
         command.args(args);
         // SAFETY: setrlimit, setgid and setuid only, between fork and exec.
