@@ -23,10 +23,14 @@ pub fn building_runtime() -> bool {
 /// and so did a file read with no blocking thread but the workers: every query then waited for
 /// good; and tokio panics when the system refuses its first thread.
 pub fn checked_runtime(name: &str, stack: usize) -> Result<tokio::runtime::Runtime> {
-    let fail = |what: String| PbgError::Format {
-        path: PathBuf::from("threads"),
-        message: refused(what),
-    };
+    started_runtime(name, stack).map_err(threads_error)
+}
+
+/// [`checked_runtime`], its failure as the message of a [`threads_error`].
+fn started_runtime(
+    name: &str,
+    stack: usize,
+) -> std::result::Result<tokio::runtime::Runtime, String> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let started = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&started);
@@ -47,14 +51,16 @@ pub fn checked_runtime(name: &str, stack: usize) -> Result<tokio::runtime::Runti
     let built = std::panic::catch_unwind(build);
     BUILDING.store(false, Ordering::SeqCst);
     let runtime = built
-        .map_err(|_| fail("the query threads did not start".into()))?
-        .map_err(|e| PbgError::io("threads", e))?;
+        .map_err(|_| refused("the query threads did not start".into()))?
+        .map_err(|e| format!("the query threads did not start ({e})"))?;
     let start = std::time::Instant::now();
     while started.load(Ordering::SeqCst) < workers {
         if start.elapsed() > START_WAIT {
             let n = started.load(Ordering::SeqCst);
             runtime.shutdown_background();
-            return Err(fail(format!("{n} of its {workers} query threads started")));
+            return Err(refused(format!(
+                "{n} of its {workers} query threads started"
+            )));
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
@@ -66,7 +72,7 @@ pub fn checked_runtime(name: &str, stack: usize) -> Result<tokio::runtime::Runti
     });
     if !matches!(probe, Ok(Ok(Ok(())))) {
         runtime.shutdown_background();
-        return Err(fail(
+        return Err(refused(
             "the query runtime's thread for file reads did not start".into(),
         ));
     }
@@ -79,15 +85,20 @@ const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The error for a thread the system refused to start for `what`.
 pub fn thread_refused(what: &str, e: std::io::Error) -> PbgError {
+    threads_error(refused(format!("{what} did not start ({e})")))
+}
+
+/// The error of threads that did not start, told by `message`.
+fn threads_error(message: String) -> PbgError {
     PbgError::Format {
         path: PathBuf::from("threads"),
-        message: refused(format!("{what} did not start ({e})")),
+        message,
     }
 }
 
 // DataFusion and Ballista plan deep expressions recursively on worker threads too.
 static RUNTIME: LazyLock<std::result::Result<tokio::runtime::Runtime, String>> =
-    LazyLock::new(|| checked_runtime("pbg-datafusion", 16 << 20).map_err(|e| e.to_string()));
+    LazyLock::new(|| started_runtime("pbg-datafusion", 16 << 20));
 
 /// The engine's thread pool (rayon's global pool), started once: left to start on first use,
 /// a refused thread panicked inside the engine.
@@ -110,20 +121,17 @@ fn refused(what: String) -> String {
 /// Starts the engine's threads and the query runtime's, or says why they cannot start: called
 /// before any work, so that a refused thread is an error rather than a panic or a wait for good.
 pub fn start_threads() -> Result<()> {
+    runtime().map(|_| ())
+}
+
+/// pbg's runtime, once the engine's threads and its own have started ([`start_threads`]).
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     ENGINE_THREADS
         .as_ref()
-        .map_err(|message| PbgError::Format {
-            path: PathBuf::from("threads"),
-            message: message.clone(),
-        })?;
-    // The runtime's error is told whole (it names the threads already).
+        .map_err(|message| threads_error(message.clone()))?;
     RUNTIME
         .as_ref()
-        .map(|_| ())
-        .map_err(|message| PbgError::Format {
-            path: PathBuf::from("threads"),
-            message: message.trim_start_matches("threads: ").to_string(),
-        })
+        .map_err(|message| threads_error(message.clone()))
 }
 
 /// Runs a DataFusion future to completion from synchronous code — the CLI, the engine, or a table
@@ -134,11 +142,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    start_threads()?;
-    let runtime = RUNTIME.as_ref().map_err(|e| PbgError::Format {
-        path: PathBuf::from("tokio runtime"),
-        message: e.clone(),
-    })?;
+    let runtime = runtime()?;
     std::thread::scope(|s| {
         match std::thread::Builder::new()
             .name("pbg-plan".into())
@@ -158,12 +162,5 @@ where
 /// A handle to pbg's runtime, for code that crosses into pbg from another runtime (the Python
 /// module hands it to datafusion-ffi, which enters it while polling pbg's streams).
 pub fn runtime_handle() -> Result<tokio::runtime::Handle> {
-    start_threads()?;
-    RUNTIME
-        .as_ref()
-        .map(|r| r.handle().clone())
-        .map_err(|e| PbgError::Format {
-            path: PathBuf::from("tokio runtime"),
-            message: e.clone(),
-        })
+    runtime().map(|r| r.handle().clone())
 }

@@ -253,7 +253,7 @@ pub fn write_kept_csv(
                 }
                 file.finish()
             })
-            .map_err(|e| crate::error::PbgError::io("thread", e))?;
+            .map_err(|e| crate::input::thread_refused("the release's writer thread", e))?;
         let released = (|| -> Result<()> {
             for window in kept.chunks(WINDOW) {
                 let parts = window
