@@ -206,9 +206,7 @@ impl Accumulator {
                 *p |= (m[key as usize] as u64) << s;
             }
         }
-        for p in packed {
-            self.packed.add(p, 1);
-        }
+        self.packed.add_ones(&packed);
         Ok(())
     }
 

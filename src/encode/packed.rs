@@ -65,6 +65,37 @@ impl Counter {
         }
     }
 
+    /// Adds 1 to each of `keys`. The slot of the key a few places ahead is fetched into the
+    /// cache while this one is counted: a table of tens of thousands of combinations outgrows
+    /// the core's cache, and each add otherwise waited on its slot's load (nearly all of the
+    /// adds' time in a profile of pass 1 and the verifier).
+    pub(crate) fn add_ones(&mut self, keys: &[u64]) {
+        const AHEAD: usize = 16;
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&next) = keys.get(i + AHEAD) {
+                self.prefetch(next);
+            }
+            self.add(key, 1);
+        }
+    }
+
+    /// Asks for the cache line of `key`'s first slot (a hint: a slot index made stale by a
+    /// growth of the table only wastes the fetch).
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: prefetching is a hint that never faults, and the index is within the
+            // slots (`slot` is below their power-of-two length).
+            let at = self.slots.as_ptr().wrapping_add(slot(key, self.shift));
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
+    }
+
     /// The count of `key`, if present.
     #[inline]
     pub(crate) fn get(&self, key: u64) -> Option<u64> {
