@@ -4,10 +4,9 @@
 # run the anonymize call's time, the optimum (in pbg's QI order, to compare with
 # `bash benches/pick.sh`) and the nodes checked. Runs in one JVM: the first calls include the JIT.
 #
-# Needs Java and a classpath holding ARX 3.9 and its libraries in ARX_CP, for example the jars of an
-# ARX release, or ARX's `src/main` compiled with javac against its `lib/ant/*/*.jar` (without the
-# PDF certificate and the logistic-regression classifier when pdfbox-app and hadoop-core are
-# missing: neither is on the anonymize path).
+# Needs Java and a classpath holding ARX 3.9 and its libraries in ARX_CP: the jars of an ARX
+# release, or ARX's `src/main` compiled from its repository (tag v3.9.2) by
+#   export ARX_CP=$(bash benches/arx_classpath.sh | tail -1)
 # ARX_DATA names another directory holding adult.csv and arx-hierarchies/ (benches/csv_etl.sh
 # passes adult x 100); ARX_OUTPUT saves the last run's output there as `;` CSV, so that a timing of
 # the whole `java` process includes writing the release, as pbg's does.
