@@ -156,3 +156,35 @@ impl Counter {
         pairs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Counting a batch with the slots ahead prefetched gives a naive count's pairs, also
+        /// when the table grows inside the batch (the prefetched slots then stale).
+        #[test]
+        fn adds_of_a_batch_count_like_a_map(
+            keys in proptest::collection::vec(0u64..5000, 0..4000),
+            wide in any::<bool>(),
+        ) {
+            // High bits too: the slot comes from the key's top bits.
+            let keys: Vec<u64> = keys.iter().map(|&k| if wide { k << 50 | k } else { k }).collect();
+            let mut counter = Counter::with_capacity(8);
+            counter.add_ones(&keys);
+            let mut naive: HashMap<u64, u64> = HashMap::new();
+            for &k in &keys {
+                *naive.entry(k).or_default() += 1;
+            }
+            let mut want: Vec<(u64, u64)> = naive.into_iter().collect();
+            want.sort_unstable();
+            prop_assert_eq!(counter.len(), want.len());
+            prop_assert_eq!(counter.into_sorted_pairs(), want);
+        }
+    }
+}
