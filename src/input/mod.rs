@@ -612,6 +612,60 @@ mod tests {
         assert_eq!(read().unwrap(), 6002);
     }
 
+    /// A file opening with blank lines, read in byte ranges: the range that begins inside them
+    /// begins with the header, which is skipped there too (it was read as a row: released and
+    /// counted, and the verifier, reading the same way, agreed).
+    #[test]
+    fn blank_lines_before_the_header_never_make_it_a_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows: String = (0..3000).map(|i| format!("{i},x\n")).collect();
+        for (n, prefix) in [
+            "\n".repeat(5000),
+            "\r\n".repeat(3000),
+            format!("\u{feff}{}", "\r\n".repeat(2000)),
+            "\n\r\n".to_string(),
+            String::new(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let path = dir.path().join(format!("b{n}.csv"));
+            std::fs::write(&path, format!("{prefix}a,b\n{rows}")).unwrap();
+            for partitions in [2, 3, 5, 8, 13] {
+                let mut config = session_config();
+                config.options_mut().optimizer.repartition_file_min_size = 0;
+                let ctx = ranged_context(&SessionContext::new_with_config(config), partitions);
+                let input = Input::Path(path.clone());
+                let batches = runtime::block_on(async {
+                    let df = open_keyed(&ctx, &input, b',').await?;
+                    df.collect().await.map_err(|e| df_error(&input, e))
+                })
+                .unwrap()
+                .unwrap();
+                let mut a: Vec<String> = Vec::new();
+                for b in &batches {
+                    let column = text::text_column(b.column(0)).unwrap();
+                    a.extend(
+                        column
+                            .keys
+                            .values()
+                            .iter()
+                            .map(|&k| column.values.value(k as usize).to_string()),
+                    );
+                }
+                // Partitions come in any order: the rows as a set, and none twice.
+                a.sort_by_key(|v| v.parse::<u32>().unwrap_or(u32::MAX));
+                let header = a.iter().filter(|v| *v == "a").count();
+                assert_eq!(
+                    (a.len(), header),
+                    (3000, 0),
+                    "prefix {n}, {partitions} ranges"
+                );
+                assert!(a.iter().enumerate().all(|(i, v)| *v == i.to_string()));
+            }
+        }
+    }
+
     /// A large input is read in more byte ranges than the session has partitions (about 64 MiB
     /// each, a whole number per partition, up to 4); a small one, a table and a cluster session
     /// keep the session as it is.

@@ -491,7 +491,7 @@ fn unquote(quoted: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The UTF-8 byte-order mark.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Where the bytes a decoder reads begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -504,6 +504,10 @@ pub enum Begin {
     },
     /// At a line inside the file (a byte range after the first): every record is a row.
     Inside,
+    /// At a line inside the file that only blank lines (and the file's byte-order mark) come
+    /// before: its first record is the header, skipped (a byte range cut inside the blank lines
+    /// a file opens with).
+    HeaderNext,
 }
 
 /// Decodes CSV text (quoted values within their line) into record batches of the projected
@@ -583,8 +587,8 @@ impl TextDecoder {
             builders,
             batch_size,
             rows: 0,
-            skip_header: begin == Begin::FileStart { header: true },
-            bom_pending: begin != Begin::Inside,
+            skip_header: matches!(begin, Begin::FileStart { header: true } | Begin::HeaderNext),
+            bom_pending: matches!(begin, Begin::FileStart { .. }),
             bom_held: Vec::new(),
             lines: 0,
             partial: Vec::new(),

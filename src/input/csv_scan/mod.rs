@@ -32,7 +32,7 @@ use datafusion::physical_plan::{DisplayFormatType, ExecutionPlan};
 use datafusion_datasource::decoder::{DecoderDeserializer, deserialize_stream};
 use datafusion_datasource::projection::{ProjectionOpener, SplitProjection};
 use futures::{StreamExt, TryStreamExt};
-use object_store::{GetOptions, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt};
 
 mod decoder;
 mod reads;
@@ -279,7 +279,8 @@ struct TextOpener {
 
 impl FileOpener for TextOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
-        // Only the range at the file's start holds the header (and a byte-order mark).
+        // The range at the file's start holds the header (and a byte-order mark); a later one
+        // only when blank lines alone come before it ([`header_next`]).
         let range = file
             .range
             .as_ref()
@@ -294,21 +295,15 @@ impl FileOpener for TextOpener {
             ),
             _ => format!("in {path}"),
         };
-        let decoder = TextDecoder::new(
-            Arc::clone(&self.schema),
-            self.delimiter,
-            self.columns,
-            &self.projection,
-            self.batch_size,
-            if range.is_none_or(|(start, _)| start == 0) {
-                Begin::FileStart {
-                    header: self.has_header,
-                }
-            } else {
-                Begin::Inside
-            },
-        )
-        .with_origin(origin);
+        let decode = {
+            let (schema, projection) = (Arc::clone(&self.schema), self.projection.clone());
+            let (delimiter, columns, batch_size) = (self.delimiter, self.columns, self.batch_size);
+            move |begin| {
+                TextDecoder::new(schema, delimiter, columns, &projection, batch_size, begin)
+                    .with_origin(origin)
+            }
+        };
+        let has_header = self.has_header;
         let store = Arc::clone(&self.store);
         let listed = file.object_meta.size;
         Ok(Box::pin(async move {
@@ -324,6 +319,21 @@ impl FileOpener for TextOpener {
                     _ => e.into(),
                 };
             let location = file.object_meta.location.clone();
+            let begin = match range {
+                Some((start, _)) if start > 0 => {
+                    if has_header
+                        && header_next(&store, &location, start, listed)
+                            .await
+                            .map_err(cut)?
+                    {
+                        Begin::HeaderNext
+                    } else {
+                        Begin::Inside
+                    }
+                }
+                _ => Begin::FileStart { header: has_header },
+            };
+            let decoder = decode(begin);
             let bytes = match range {
                 // DataFusion's alignment of a range on whole lines, as its CSV scan does.
                 Some((start, end)) => {
@@ -349,6 +359,38 @@ impl FileOpener for TextOpener {
             Ok(batches.map_err(Into::into).boxed())
         }))
     }
+}
+
+/// Whether the byte range from `start` (> 0) of the file at `location` (`size` bytes) begins
+/// with the file's header: when only blank lines (and a byte-order mark) come before the line
+/// the range begins at, the first line end at or after byte `start - 1` (DataFusion's alignment).
+/// A range cut inside the blank lines a file opens with read the header as a row: released and
+/// counted, and the verifier, reading the same way, agreed. Decided at the file's first
+/// non-blank byte: its first byte for any file that opens with its header.
+async fn header_next(
+    store: &Arc<dyn ObjectStore>,
+    location: &object_store::path::Path,
+    start: u64,
+    size: u64,
+) -> object_store::Result<bool> {
+    const PIECE: u64 = 64 << 10;
+    let mut at = 0u64;
+    while at < size {
+        let piece = store
+            .get_range(location, at..(at + PIECE).min(size))
+            .await?;
+        for (i, &b) in piece.iter().enumerate() {
+            let i = at + i as u64;
+            match b {
+                b'\n' if i + 1 >= start => return Ok(true),
+                b'\n' | b'\r' => {}
+                0xEF | 0xBB | 0xBF if i < 3 && piece.starts_with(decoder::BOM) => {}
+                _ => return Ok(false),
+            }
+        }
+        at += piece.len().max(1) as u64;
+    }
+    Ok(false)
 }
 
 /// [`TextDecoder`] as DataFusion's streaming decoder.
