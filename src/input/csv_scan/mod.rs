@@ -32,7 +32,7 @@ use datafusion::physical_plan::{DisplayFormatType, ExecutionPlan};
 use datafusion_datasource::decoder::{DecoderDeserializer, deserialize_stream};
 use datafusion_datasource::projection::{ProjectionOpener, SplitProjection};
 use futures::{StreamExt, TryStreamExt};
-use object_store::{GetOptions, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt};
 
 mod decoder;
 mod reads;
@@ -295,31 +295,15 @@ impl FileOpener for TextOpener {
             ),
             _ => format!("in {path}"),
         };
-        let begin = match range {
-            Some((start, _)) if start > 0 => {
-                let next = self.has_header
-                    && header_next(&path, start).map_err(|e| {
-                        datafusion::common::DataFusionError::External(format!("{path}: {e}").into())
-                    })?;
-                if next {
-                    Begin::HeaderNext
-                } else {
-                    Begin::Inside
-                }
+        let decode = {
+            let (schema, projection) = (Arc::clone(&self.schema), self.projection.clone());
+            let (delimiter, columns, batch_size) = (self.delimiter, self.columns, self.batch_size);
+            move |begin| {
+                TextDecoder::new(schema, delimiter, columns, &projection, batch_size, begin)
+                    .with_origin(origin)
             }
-            _ => Begin::FileStart {
-                header: self.has_header,
-            },
         };
-        let decoder = TextDecoder::new(
-            Arc::clone(&self.schema),
-            self.delimiter,
-            self.columns,
-            &self.projection,
-            self.batch_size,
-            begin,
-        )
-        .with_origin(origin);
+        let has_header = self.has_header;
         let store = Arc::clone(&self.store);
         let listed = file.object_meta.size;
         Ok(Box::pin(async move {
@@ -335,6 +319,21 @@ impl FileOpener for TextOpener {
                     _ => e.into(),
                 };
             let location = file.object_meta.location.clone();
+            let begin = match range {
+                Some((start, _)) if start > 0 => {
+                    if has_header
+                        && header_next(&store, &location, start, listed)
+                            .await
+                            .map_err(cut)?
+                    {
+                        Begin::HeaderNext
+                    } else {
+                        Begin::Inside
+                    }
+                }
+                _ => Begin::FileStart { header: has_header },
+            };
+            let decoder = decode(begin);
             let bytes = match range {
                 // DataFusion's alignment of a range on whole lines, as its CSV scan does.
                 Some((start, end)) => {
@@ -362,33 +361,26 @@ impl FileOpener for TextOpener {
     }
 }
 
-/// Whether the byte range from `start` (> 0) of the file at `path` begins with the file's
-/// header: when only blank lines (and a byte-order mark) come before the line the range begins
-/// at, the first line end at or after byte `start - 1` (DataFusion's alignment). A range cut
-/// inside the blank lines a file opens with read the header as a row: released and counted, and
-/// the verifier, reading the same way, agreed. Decided at the file's first non-blank byte: its
-/// first byte for any file that opens with its header, read with `pread` into a buffer on the
-/// stack (no allocation: a first version, reading through the store, raised the peak memory of
-/// a 3 M-row run by 15–18 MiB). What is not a regular file is left to the range's own read,
-/// which refuses it.
-fn header_next(path: &str, start: u64) -> std::io::Result<bool> {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    // Never blocks on a named pipe put in the file's place.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Ok(false);
-    }
-    let mut piece = [0u8; 4096];
+/// Whether the byte range from `start` (> 0) of the file at `location` (`size` bytes) begins
+/// with the file's header: when only blank lines (and a byte-order mark) come before the line
+/// the range begins at, the first line end at or after byte `start - 1` (DataFusion's alignment).
+/// A range cut inside the blank lines a file opens with read the header as a row: released and
+/// counted, and the verifier, reading the same way, agreed. Decided at the file's first
+/// non-blank byte: its first byte for any file that opens with its header. Read through the
+/// scan's store, as the range is: any store the format is given, special files refused alike.
+async fn header_next(
+    store: &Arc<dyn ObjectStore>,
+    location: &object_store::path::Path,
+    start: u64,
+    size: u64,
+) -> object_store::Result<bool> {
+    const PIECE: u64 = 64 << 10;
     let mut at = 0u64;
-    loop {
-        let n = file.read_at(&mut piece, at)?;
-        if n == 0 {
-            return Ok(false);
-        }
-        for (i, &b) in piece[..n].iter().enumerate() {
+    while at < size {
+        let piece = store
+            .get_range(location, at..(at + PIECE).min(size))
+            .await?;
+        for (i, &b) in piece.iter().enumerate() {
             let i = at + i as u64;
             match b {
                 b'\n' if i + 1 >= start => return Ok(true),
@@ -397,8 +389,9 @@ fn header_next(path: &str, start: u64) -> std::io::Result<bool> {
                 _ => return Ok(false),
             }
         }
-        at += n as u64;
+        at += piece.len().max(1) as u64;
     }
+    Ok(false)
 }
 
 /// [`TextDecoder`] as DataFusion's streaming decoder.
