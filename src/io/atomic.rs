@@ -308,12 +308,9 @@ const STALE_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 /// Removes temporary files left beside `name` by runs that were killed (their process is gone,
 /// the file unchanged for [`STALE_AGE`]), so that a killed job leaves no garbage once a later
 /// one succeeds — but never a file this run read (an input, profile or hierarchy named like a
-/// temporary file is the user's data). Linux only (`/proc`).
+/// temporary file is the user's data).
 fn remove_stale(dir: &Path, name: &str) {
     let prefix = format!(".{name}.pbg-tmp-");
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -329,8 +326,7 @@ fn remove_stale(dir: &Path, name: &str) {
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= STALE_AGE);
-        if pid.parse::<u32>().is_ok()
-            && !Path::new("/proc").join(pid).exists()
+        if pid.parse::<u32>().is_ok_and(super::restore::gone)
             && unchanged
             && !crate::input::was_read(&entry.path())
         {

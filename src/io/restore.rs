@@ -150,6 +150,9 @@ impl Before {
         if target.single_file {
             guard.identity = entry_identity(&target.path);
         }
+        if target.single_file {
+            remove_stale_kept_links(&target.path);
+        }
         match target.single_file {
             true if target.path.is_file() => {
                 let kept = match link_aside(&target.path) {
@@ -259,6 +262,73 @@ fn kept_name(target: &Path) -> PathBuf {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
+}
+
+/// The process id in a kept file's name (`.pbg-previous-PID-N-TIME`, see [`kept_name`]).
+fn kept_name_pid(name: &str) -> Option<u32> {
+    let mut parts = name.strip_prefix(".pbg-previous-")?.split('-');
+    let (pid, n, time) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str, hex: bool| {
+        !s.is_empty()
+            && s.bytes().all(|b| match hex {
+                true => b.is_ascii_hexdigit(),
+                false => b.is_ascii_digit(),
+            })
+    };
+    (parts.next().is_none() && digits(n, false) && digits(time, true))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Whether no process `pid` runs here (`kill(pid, 0)` finds none): a process that runs, or
+/// that cannot be asked, may still need what it left (a kept file, a temporary file). Only
+/// this PID namespace is seen.
+pub(super) fn gone(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(id) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        if pid == std::process::id() || id <= 0 {
+            return false;
+        }
+        // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+        let sent = unsafe { libc::kill(id, 0) };
+        sent == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// Removes the kept links that killed runs left beside `target` which are only another name of
+/// the file the target still holds: they keep nothing the target does not, but once the target
+/// is replaced they would hold the replaced release's blocks for good (2.5 GB a run). Kept
+/// copies, previous files renamed aside, links to any other file and those of a process that
+/// still runs stay: they may be the only copy of a previous file.
+fn remove_stale_kept_links(target: &Path) {
+    let (Some(dir), Some(identity)) = (target.parent(), entry_identity(target)) else {
+        return;
+    };
+    let dir = match dir.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => dir,
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = kept_name_pid(&name.to_string_lossy()) else {
+            continue;
+        };
+        let path = entry.path();
+        if entry_identity(&path) == Some(identity) && gone(pid) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The most names [`kept_name`] tries before it gives up.
@@ -553,6 +623,69 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
         assert_eq!(std::fs::metadata(&other).unwrap().nlink(), 2);
         assert!(!kept.exists());
+    }
+
+    /// A killed run's kept link that is another name of the target's file goes with the next
+    /// write to the target; a kept copy, a link to another file, a link of a process that runs
+    /// and a name not of pbg's making stay.
+    #[test]
+    fn stale_kept_links_of_the_target_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, other) = (dir.path().join("r.csv"), dir.path().join("other.csv"));
+        std::fs::write(&file, "previous release").unwrap();
+        std::fs::write(&other, "another file").unwrap();
+        // A process id no process holds: a child's, once it was waited for.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        assert!(gone(dead));
+        let name = |pid: u32, n: u32| dir.path().join(format!(".pbg-previous-{pid}-{n}-0badcafe"));
+        let stale = name(dead, 0);
+        std::fs::hard_link(&file, &stale).unwrap();
+        let copy = name(dead, 1);
+        std::fs::copy(&file, &copy).unwrap();
+        let elsewhere = name(dead, 2);
+        std::fs::hard_link(&other, &elsewhere).unwrap();
+        let running = name(1, 3);
+        std::fs::hard_link(&file, &running).unwrap();
+        let mine = name(std::process::id(), 4);
+        std::fs::hard_link(&file, &mine).unwrap();
+        let not_ours = dir.path().join(format!(".pbg-previous-{dead}-x-0badcafe"));
+        std::fs::hard_link(&file, &not_ours).unwrap();
+        let target = Target {
+            path: file.clone(),
+            single_file: true,
+            extension: "csv".into(),
+            atomic: true,
+        };
+        let mut before = Before::take(&target).unwrap();
+        assert!(!stale.exists());
+        for kept in [&copy, &elsewhere, &running, &mine, &not_ours] {
+            assert!(kept.exists(), "{}", kept.display());
+        }
+        assert_eq!(std::fs::read(&copy).unwrap(), b"previous release");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"another file");
+        before.restore();
+        assert_eq!(std::fs::read(&file).unwrap(), b"previous release");
+    }
+
+    #[test]
+    fn kept_names_are_read_back() {
+        assert_eq!(kept_name_pid(".pbg-previous-123-0-00ff00aa"), Some(123));
+        let made = kept_name(Path::new("/x/r.csv"));
+        let made = made.file_name().unwrap().to_string_lossy();
+        assert_eq!(kept_name_pid(&made), Some(std::process::id()));
+        for name in [
+            ".pbg-previous-taken",
+            ".pbg-previous-12-0",
+            ".pbg-previous-12-0-ff-1",
+            ".pbg-previous--0-ff",
+            ".pbg-previous-12-a-ff",
+            ".pbg-previous-12-0-xyz",
+            "pbg-previous-12-0-ff",
+        ] {
+            assert_eq!(kept_name_pid(name), None, "{name}");
+        }
     }
 
     /// A kept file's name is never written through: a name taken (a killed run's kept link to
