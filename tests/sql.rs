@@ -53,6 +53,45 @@ async fn context() -> Result<SessionContext, DataFusionError> {
     Ok(ctx)
 }
 
+/// pbg's query runtime is made on first use. Made inside another runtime (the first pbg query
+/// of a `#[tokio::main]` program), its start check panicked in `block_on`, and every query
+/// failed as if the system refused threads. The test runs itself again in a process of its own,
+/// where its query is pbg's first use.
+#[test]
+fn the_first_query_may_come_from_inside_a_runtime() {
+    const CHILD: &str = "PBG_TEST_FIRST_USE";
+    if std::env::var_os(CHILD).is_some() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let ctx = runtime.block_on(context()).unwrap();
+        let batches = runtime
+            .block_on(async {
+                ctx.sql("SELECT * FROM pbg_evaluate('t1', '1,1')")
+                    .await?
+                    .collect()
+                    .await
+            })
+            .unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+        return;
+    }
+    let name = "sql::the_first_query_may_come_from_inside_a_runtime";
+    let run = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success() && stdout.contains("1 passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
 fn rows(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, DataFusionError> {
     let options = FormatOptions::default().with_null("NULL");
     let mut out = Vec::new();

@@ -64,13 +64,16 @@ fn started_runtime(
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+    // Waited for on a channel, not by `block_on`: the runtime is made on first use, which may
+    // be inside another runtime (a `#[tokio::main]` program's first pbg query), where
+    // `block_on` panics, and every query then failed as if threads were refused.
+    let (done, ran) = std::sync::mpsc::channel();
     let probe = std::panic::catch_unwind(|| {
-        runtime.block_on(async {
-            let made = runtime.spawn_blocking(|| ());
-            tokio::time::timeout(START_WAIT, made).await
+        runtime.spawn_blocking(move || {
+            let _ = done.send(());
         })
     });
-    if !matches!(probe, Ok(Ok(Ok(())))) {
+    if probe.is_err() || ran.recv_timeout(START_WAIT).is_err() {
         runtime.shutdown_background();
         return Err(refused(
             "the query runtime's thread for file reads did not start".into(),
