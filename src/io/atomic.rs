@@ -303,7 +303,7 @@ fn sync_path(path: &Path) -> std::io::Result<()> {
 /// How long a temporary file must have been left unchanged to be taken for a killed run's: a
 /// process id is only known in this process's PID namespace, and a run in another (a container
 /// sharing the directory) lost the file it was writing to this cleanup.
-const STALE_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+pub(super) const STALE_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Removes temporary files left beside `name` by runs that were killed (their process is gone,
 /// the file unchanged for [`STALE_AGE`]), so that a killed job leaves no garbage once a later

@@ -151,7 +151,7 @@ impl Before {
             guard.identity = entry_identity(&target.path);
         }
         if target.single_file {
-            remove_stale_kept_links(&target.path);
+            remove_stale_kept_links(&target.path, super::atomic::STALE_AGE);
         }
         match target.single_file {
             true if target.path.is_file() => {
@@ -264,18 +264,16 @@ fn kept_name(target: &Path) -> PathBuf {
     ))
 }
 
-/// The process id in a kept file's name (`.pbg-previous-PID-N-TIME`, see [`kept_name`]).
+/// The process id in a kept file's name, for names [`kept_name`] makes alone
+/// (`.pbg-previous-PID-N-TIME`: decimals without a sign or leading zero, the time as 8
+/// lowercase hex digits), so that a name a user chose (`.pbg-previous-2024-11-29`, a backup)
+/// is never taken for one.
 fn kept_name_pid(name: &str) -> Option<u32> {
     let mut parts = name.strip_prefix(".pbg-previous-")?.split('-');
     let (pid, n, time) = (parts.next()?, parts.next()?, parts.next()?);
-    let digits = |s: &str, hex: bool| {
-        !s.is_empty()
-            && s.bytes().all(|b| match hex {
-                true => b.is_ascii_hexdigit(),
-                false => b.is_ascii_digit(),
-            })
-    };
-    (parts.next().is_none() && digits(n, false) && digits(time, true))
+    let decimal = |s: &str| s.parse::<u64>().is_ok_and(|v| v.to_string() == s);
+    let time = time.len() == 8 && time.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (parts.next().is_none() && decimal(pid) && decimal(n) && time)
         .then(|| pid.parse().ok())
         .flatten()
 }
@@ -303,12 +301,13 @@ pub(super) fn gone(pid: u32) -> bool {
     }
 }
 
-/// Removes the kept links that killed runs left beside `target` which are only another name of
-/// the file the target still holds: they keep nothing the target does not, but once the target
+/// Removes the kept links that killed runs left beside `target` (their process gone, the file's
+/// links unchanged for `settled_for`) which are only another name of the file the target still
+/// holds: they keep nothing the target does not, but once the target
 /// is replaced they would hold the replaced release's blocks for good (2.5 GB a run). Kept
 /// copies, previous files renamed aside, links to any other file and those of a process that
 /// still runs stay: they may be the only copy of a previous file.
-fn remove_stale_kept_links(target: &Path) {
+fn remove_stale_kept_links(target: &Path, settled_for: std::time::Duration) {
     let (Some(dir), Some(identity)) = (target.parent(), entry_identity(target)) else {
         return;
     };
@@ -321,13 +320,43 @@ fn remove_stale_kept_links(target: &Path) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
+        // The target itself, named like a kept file, is no other name of its file.
+        if Some(name.as_os_str()) == target.file_name() {
+            continue;
+        }
         let Some(pid) = kept_name_pid(&name.to_string_lossy()) else {
             continue;
         };
         let path = entry.path();
-        if entry_identity(&path) == Some(identity) && gone(pid) {
+        if entry_identity(&path) == Some(identity) && gone(pid) && links_settled(&path, settled_for)
+        {
             let _ = std::fs::remove_file(&path);
         }
+    }
+}
+
+/// Whether the links of the file `path` names have been left unchanged for `age` (its inode's
+/// change time: making a kept link sets it). A process id is only known in this PID namespace:
+/// a run in another (a container sharing the directory) made its kept link within
+/// [`STALE_AGE`](super::atomic::STALE_AGE), or touched the file since.
+fn links_settled(path: &Path, age: std::time::Duration) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(m) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        let changed = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                m.ctime().max(0) as u64,
+                m.ctime_nsec().clamp(0, 999_999_999) as u32,
+            );
+        changed.elapsed().is_ok_and(|a| a >= age)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
     }
 }
 
@@ -650,23 +679,46 @@ mod tests {
         std::fs::hard_link(&file, &running).unwrap();
         let mine = name(std::process::id(), 4);
         std::fs::hard_link(&file, &mine).unwrap();
-        let not_ours = dir.path().join(format!(".pbg-previous-{dead}-x-0badcafe"));
-        std::fs::hard_link(&file, &not_ours).unwrap();
+        // Names pbg never makes: a user's backups.
+        let users: Vec<PathBuf> = [
+            format!(".pbg-previous-{dead}-11-29"),
+            format!(".pbg-previous-0{dead}-0-0badcafe"),
+            format!(".pbg-previous-+{dead}-0-0badcafe"),
+            format!(".pbg-previous-{dead}-0-0BADCAFE"),
+            format!(".pbg-previous-{dead}-x-0badcafe"),
+        ]
+        .iter()
+        .map(|n| dir.path().join(n))
+        .collect();
+        for user in &users {
+            std::fs::hard_link(&file, user).unwrap();
+        }
         let target = Target {
             path: file.clone(),
             single_file: true,
             extension: "csv".into(),
             atomic: true,
         };
+        // Made within the hour: a run in another PID namespace may still need it.
         let mut before = Before::take(&target).unwrap();
+        assert!(stale.exists());
+        before.restore();
+        remove_stale_kept_links(&file, std::time::Duration::ZERO);
         assert!(!stale.exists());
-        for kept in [&copy, &elsewhere, &running, &mine, &not_ours] {
+        for kept in [&copy, &elsewhere, &running, &mine]
+            .into_iter()
+            .chain(&users)
+        {
             assert!(kept.exists(), "{}", kept.display());
         }
         assert_eq!(std::fs::read(&copy).unwrap(), b"previous release");
         assert_eq!(std::fs::read(&elsewhere).unwrap(), b"another file");
-        before.restore();
         assert_eq!(std::fs::read(&file).unwrap(), b"previous release");
+        // A target named like a kept file is not another name of itself.
+        let named = name(dead, 5);
+        std::fs::write(&named, "the target").unwrap();
+        remove_stale_kept_links(&named, std::time::Duration::ZERO);
+        assert_eq!(std::fs::read(&named).unwrap(), b"the target");
     }
 
     #[test]
@@ -677,6 +729,11 @@ mod tests {
         assert_eq!(kept_name_pid(&made), Some(std::process::id()));
         for name in [
             ".pbg-previous-taken",
+            ".pbg-previous-2024-11-29",
+            ".pbg-previous-012-0-00ff00aa",
+            ".pbg-previous-12-00-00ff00aa",
+            ".pbg-previous-12-0-00FF00AA",
+            ".pbg-previous-12-0-0ff00aa",
             ".pbg-previous-12-0",
             ".pbg-previous-12-0-ff-1",
             ".pbg-previous--0-ff",
