@@ -571,6 +571,16 @@ pub(crate) fn staged_files(file: &std::path::Path) -> HashSet<PathBuf> {
 mod tests {
     use super::*;
 
+    /// The single-file CSV target `file`, written by pbg's atomic renames or not.
+    fn csv_file(file: &Path, atomic: bool) -> Target {
+        Target {
+            path: file.to_path_buf(),
+            single_file: true,
+            extension: "csv".into(),
+            atomic,
+        }
+    }
+
     #[test]
     fn staged_names_are_the_stores() {
         assert!(staged_name_of("out.csv#1", "out.csv"));
@@ -636,12 +646,7 @@ mod tests {
         std::fs::write(&file, "previous").unwrap();
         std::fs::hard_link(&file, &other).unwrap();
         let inode = std::fs::metadata(&file).unwrap().ino();
-        let target = Target {
-            path: file.clone(),
-            single_file: true,
-            extension: "csv".into(),
-            atomic: false,
-        };
+        let target = csv_file(&file, false);
         let mut before = Before::take(&target).unwrap();
         // As when the link was refused: the previous file copied instead.
         let kept = before.previous.take().unwrap().path().to_path_buf();
@@ -693,12 +698,7 @@ mod tests {
         for user in &users {
             std::fs::hard_link(&file, user).unwrap();
         }
-        let target = Target {
-            path: file.clone(),
-            single_file: true,
-            extension: "csv".into(),
-            atomic: true,
-        };
+        let target = csv_file(&file, true);
         // Made within the hour: a run in another PID namespace may still need it.
         let mut before = Before::take(&target).unwrap();
         assert!(stale.exists());
@@ -783,12 +783,7 @@ mod tests {
     fn another_runs_file_is_not_replaced_by_a_failed_run() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("r.csv");
-        let target = Target {
-            path: file.clone(),
-            single_file: true,
-            extension: "csv".into(),
-            atomic: true,
-        };
+        let target = csv_file(&file, true);
         let replace = |text: &str| {
             let new = dir.path().join("new");
             std::fs::write(&new, text).unwrap();
