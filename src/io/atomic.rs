@@ -300,13 +300,8 @@ fn sync_path(path: &Path) -> std::io::Result<()> {
     std::fs::File::open(path)?.sync_all()
 }
 
-/// How long a temporary file must have been left unchanged to be taken for a killed run's: a
-/// process id is only known in this process's PID namespace, and a run in another (a container
-/// sharing the directory) lost the file it was writing to this cleanup.
-pub(super) const STALE_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
-
 /// Removes temporary files left beside `name` by runs that were killed (their process is gone,
-/// the file unchanged for [`STALE_AGE`]), so that a killed job leaves no garbage once a later
+/// the file unchanged for [`STALE_AGE`](super::restore::STALE_AGE)), so that a killed job leaves no garbage once a later
 /// one succeeds — but never a file this run read (an input, profile or hierarchy named like a
 /// temporary file is the user's data).
 fn remove_stale(dir: &Path, name: &str) {
@@ -325,7 +320,7 @@ fn remove_stale(dir: &Path, name: &str) {
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= STALE_AGE);
+            .is_some_and(|age| age >= super::restore::STALE_AGE);
         if pid.parse::<u32>().is_ok_and(super::restore::gone)
             && unchanged
             && !crate::input::was_read(&entry.path())

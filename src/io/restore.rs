@@ -151,7 +151,7 @@ impl Before {
             guard.identity = entry_identity(&target.path);
         }
         if target.single_file {
-            remove_stale_kept_links(&target.path, super::atomic::STALE_AGE);
+            remove_stale_kept_links(&target.path, STALE_AGE);
         }
         match target.single_file {
             true if target.path.is_file() => {
@@ -278,6 +278,12 @@ fn kept_name_pid(name: &str) -> Option<u32> {
         .flatten()
 }
 
+/// How long what a killed run left (a temporary file unchanged, a kept link's file) must have
+/// been left before it is taken for a killed run's: a process id is only known in this
+/// process's PID namespace, and a run in another (a container sharing the directory) lost the
+/// file it was writing to this cleanup.
+pub(super) const STALE_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Whether no process `pid` runs here (`kill(pid, 0)` finds none): a process that runs, or
 /// that cannot be asked, may still need what it left (a kept file, a temporary file). Only
 /// this PID namespace is seen.
@@ -338,7 +344,7 @@ fn remove_stale_kept_links(target: &Path, settled_for: std::time::Duration) {
 /// Whether the links of the file `path` names have been left unchanged for `age` (its inode's
 /// change time: making a kept link sets it). A process id is only known in this PID namespace:
 /// a run in another (a container sharing the directory) made its kept link within
-/// [`STALE_AGE`](super::atomic::STALE_AGE), or touched the file since.
+/// [`STALE_AGE`], or touched the file since.
 fn links_settled(path: &Path, age: std::time::Duration) -> bool {
     #[cfg(unix)]
     {
