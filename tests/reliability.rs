@@ -2213,13 +2213,28 @@ fn an_input_named_like_a_leftover_temporary_file_is_kept() {
     fs::write(&leftover, "partial").unwrap();
     let fresh = dir.path().join(".r.csv.pbg-tmp-99999997.csv");
     fs::write(&fresh, "partial").unwrap();
+    // Files of the user's that only begin like a temporary file stay, however old.
+    let users: Vec<std::path::PathBuf> = [
+        ".r.csv.pbg-tmp-2024-11-29.csv",
+        ".r.csv.pbg-tmp-099999998.csv",
+        ".r.csv.pbg-tmp-99999998-backup.csv",
+        ".r.csv.pbg-tmp-99999998.keep",
+    ]
+    .iter()
+    .map(|n| dir.path().join(n))
+    .collect();
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
-    fs::File::options()
-        .write(true)
-        .open(&leftover)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    for file in users.iter().chain([&leftover]) {
+        if !file.exists() {
+            fs::write(file, "the user's").unwrap();
+        }
+        fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
     let r = pbg_json(&[
         "anonymize",
         &p,
@@ -2231,6 +2246,9 @@ fn an_input_named_like_a_leftover_temporary_file_is_kept() {
     assert_eq!(r["verified"], true);
     assert!(!leftover.exists(), "the leftover stayed");
     assert!(fresh.exists(), "a fresh temporary file was removed");
+    for file in &users {
+        assert!(file.exists(), "{} was removed", file.display());
+    }
     assert_eq!(fs::read_to_string(&data).unwrap(), text);
 }
 

@@ -236,7 +236,7 @@ impl AtomicFile {
             } else {
                 dir
             };
-            remove_stale(dir, &name.to_string_lossy());
+            remove_stale(dir, &name.to_string_lossy(), &extension(&self.target));
         }
     }
 }
@@ -304,30 +304,44 @@ fn sync_path(path: &Path) -> std::io::Result<()> {
 /// the file unchanged for [`STALE_AGE`](super::restore::STALE_AGE)), so that a killed job leaves no garbage once a later
 /// one succeeds — but never a file this run read (an input, profile or hierarchy named like a
 /// temporary file is the user's data).
-fn remove_stale(dir: &Path, name: &str) {
-    let prefix = format!(".{name}.pbg-tmp-");
+fn remove_stale(dir: &Path, name: &str, ext: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let file = entry.file_name();
-        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+        let Some(pid) = file.to_str().and_then(|f| temporary_name_pid(f, name, ext)) else {
             continue;
         };
-        let pid = rest.split(['.', '-']).next().unwrap_or("");
         let unchanged = entry
             .metadata()
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= super::restore::STALE_AGE);
-        if pid.parse::<u32>().is_ok_and(super::restore::gone)
-            && unchanged
-            && !crate::input::was_read(&entry.path())
-        {
+        if super::restore::gone(pid) && unchanged && !crate::input::was_read(&entry.path()) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
+}
+
+/// The process id in `file`, if it is a name [`AtomicFile::new`] makes for the output `name`
+/// (`.NAME.pbg-tmp-PID.EXT` or `.NAME.pbg-tmp-PID-N.EXT`, numbers written as pbg writes them):
+/// a name a user chose that only begins so (`.r.csv.pbg-tmp-2024-11-29.csv`, a backup) is
+/// theirs.
+fn temporary_name_pid(file: &str, name: &str, ext: &str) -> Option<u32> {
+    let numbers = file
+        .strip_prefix(&format!(".{name}.pbg-tmp-"))?
+        .strip_suffix(&format!(".{ext}"))?;
+    let (pid, n) = match numbers.split_once('-') {
+        Some((pid, n)) => (pid, Some(n)),
+        None => (numbers, None),
+    };
+    // The first temporary file of a process bears no number.
+    if n.is_some_and(|n| super::restore::decimal(n).is_none_or(|n| n == 0)) {
+        return None;
+    }
+    super::restore::decimal(pid).and_then(|p| u32::try_from(p).ok())
 }
 
 fn extension(p: &Path) -> String {
@@ -553,6 +567,28 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
     use std::sync::atomic::Ordering;
+
+    /// Only the names pbg makes for an output's temporary files are read as such.
+    #[test]
+    fn temporary_names_are_read_back() {
+        let pid = |f: &str| temporary_name_pid(f, "r.csv", "csv");
+        assert_eq!(pid(".r.csv.pbg-tmp-123.csv"), Some(123));
+        assert_eq!(pid(".r.csv.pbg-tmp-123-4.csv"), Some(123));
+        for user in [
+            ".r.csv.pbg-tmp-2024-11-29.csv",
+            ".r.csv.pbg-tmp-0123.csv",
+            ".r.csv.pbg-tmp-123-backup.csv",
+            ".r.csv.pbg-tmp-123-0.csv",
+            ".r.csv.pbg-tmp-123-04.csv",
+            ".r.csv.pbg-tmp-123.keep",
+            ".r.csv.pbg-tmp-+123.csv",
+            ".r.csv.pbg-tmp-.csv",
+            ".r.csv.pbg-tmp-123-4-5.csv",
+            ".x.csv.pbg-tmp-123.csv",
+        ] {
+            assert_eq!(pid(user), None, "{user}");
+        }
+    }
 
     /// A named pipe made where the output goes while the run writes is not replaced: the commit
     /// looks again, fails naming it, and leaves the pipe and no temporary file.

@@ -271,11 +271,16 @@ fn kept_name(target: &Path) -> PathBuf {
 fn kept_name_pid(name: &str) -> Option<u32> {
     let mut parts = name.strip_prefix(".pbg-previous-")?.split('-');
     let (pid, n, time) = (parts.next()?, parts.next()?, parts.next()?);
-    let decimal = |s: &str| s.parse::<u64>().is_ok_and(|v| v.to_string() == s);
     let time = time.len() == 8 && time.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    (parts.next().is_none() && decimal(pid) && decimal(n) && time)
-        .then(|| pid.parse().ok())
+    (parts.next().is_none() && decimal(n).is_some() && time)
+        .then(|| decimal(pid).and_then(|p| u32::try_from(p).ok()))
         .flatten()
+}
+
+/// `s` as a number written as pbg writes numbers into the names it makes (decimal digits, no
+/// sign, no leading zero), or `None`: a name written otherwise is not pbg's.
+pub(super) fn decimal(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok().filter(|v| v.to_string() == s)
 }
 
 /// How long what a killed run left (a temporary file unchanged, a kept link's file) must have
