@@ -326,10 +326,11 @@ fn remove_stale(dir: &Path, name: &str, ext: &str) {
 }
 
 /// The process id in `file`, if it is a name [`AtomicFile::new`] makes for the output `name`
-/// (`.NAME.pbg-tmp-PID.EXT` or `.NAME.pbg-tmp-PID-N.EXT`, numbers written as pbg writes them):
-/// a name a user chose that only begins so (`.r.csv.pbg-tmp-2024-11-29.csv`, a backup) is
-/// theirs.
+/// (`.NAME.pbg-tmp-PID.EXT` or `.NAME.pbg-tmp-PID-N.EXT`, numbers written as pbg writes them),
+/// or the object store's staging file of one (`#1` after it): a name a user chose that only
+/// begins so (`.r.csv.pbg-tmp-2024-11-29.csv`, a backup) is theirs.
 fn temporary_name_pid(file: &str, name: &str, ext: &str) -> Option<u32> {
+    let file = super::restore::unstaged(file).unwrap_or(file);
     let numbers = file
         .strip_prefix(&format!(".{name}.pbg-tmp-"))?
         .strip_suffix(&format!(".{ext}"))?;
@@ -574,6 +575,7 @@ mod tests {
         let pid = |f: &str| temporary_name_pid(f, "r.csv", "csv");
         assert_eq!(pid(".r.csv.pbg-tmp-123.csv"), Some(123));
         assert_eq!(pid(".r.csv.pbg-tmp-123-4.csv"), Some(123));
+        assert_eq!(pid(".r.csv.pbg-tmp-123.csv#1"), Some(123));
         for user in [
             ".r.csv.pbg-tmp-2024-11-29.csv",
             ".r.csv.pbg-tmp-0123.csv",
@@ -585,6 +587,8 @@ mod tests {
             ".r.csv.pbg-tmp-.csv",
             ".r.csv.pbg-tmp-123-4-5.csv",
             ".x.csv.pbg-tmp-123.csv",
+            ".r.csv.pbg-tmp-123.csv#",
+            ".r.csv.pbg-tmp-123.csv#x",
         ] {
             assert_eq!(pid(user), None, "{user}");
         }

@@ -551,7 +551,7 @@ pub(super) fn carry_permissions(from: &Path, to: &Path) {
 
 /// `name` without the object store's staging suffix (`#` and digits: the file a local write
 /// fills before it renames it into place), if it has one.
-fn unstaged(name: &str) -> Option<&str> {
+pub(super) fn unstaged(name: &str) -> Option<&str> {
     name.rsplit_once('#')
         .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         .map(|(file, _)| file)
