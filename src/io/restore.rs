@@ -149,8 +149,6 @@ impl Before {
         });
         if target.single_file {
             guard.identity = entry_identity(&target.path);
-        }
-        if target.single_file {
             remove_stale_kept_links(&target.path, STALE_AGE);
         }
         match target.single_file {
@@ -314,10 +312,10 @@ pub(super) fn gone(pid: u32) -> bool {
 
 /// Removes the kept links that killed runs left beside `target` (their process gone, the file's
 /// links unchanged for `settled_for`) which are only another name of the file the target still
-/// holds: they keep nothing the target does not, but once the target
-/// is replaced they would hold the replaced release's blocks for good (2.5 GB a run). Kept
-/// copies, previous files renamed aside, links to any other file and those of a process that
-/// still runs stay: they may be the only copy of a previous file.
+/// holds: they keep nothing the target does not, but once the target is replaced they would
+/// hold the replaced release's blocks for good (2.5 GB a run). Kept copies, previous files
+/// renamed aside, links to any other file and those of a process that still runs stay: they
+/// may be the only copy of a previous file.
 fn remove_stale_kept_links(target: &Path, settled_for: std::time::Duration) {
     let (Some(dir), Some(identity)) = (target.parent(), entry_identity(target)) else {
         return;
