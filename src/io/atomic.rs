@@ -95,10 +95,8 @@ impl AtomicFile {
         let ext = extension(target);
         let pid = std::process::id();
         let temp = loop {
-            let temp = match TEMPORARY_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
-                0 => dir.join(format!(".{name}.pbg-tmp-{pid}.{ext}")),
-                n => dir.join(format!(".{name}.pbg-tmp-{pid}-{n}.{ext}")),
-            };
+            let n = TEMPORARY_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let temp = dir.join(temporary_name(&name, pid, n, &ext));
             if std::fs::symlink_metadata(&temp).is_err() {
                 break temp;
             }
@@ -230,12 +228,10 @@ impl AtomicFile {
 
     /// Removes the stale temporary files of earlier runs to the same target.
     fn remove_stale(&self) {
-        if let (Some(dir), Some(name)) = (self.target.parent(), self.target.file_name()) {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
+        if let (Some(dir), Some(name)) = (
+            super::restore::directory_of(&self.target),
+            self.target.file_name(),
+        ) {
             remove_stale(dir, &name.to_string_lossy(), &extension(&self.target));
         }
     }
@@ -301,9 +297,9 @@ fn sync_path(path: &Path) -> std::io::Result<()> {
 }
 
 /// Removes temporary files left beside `name` by runs that were killed (their process is gone,
-/// the file unchanged for [`STALE_AGE`](super::restore::STALE_AGE)), so that a killed job leaves no garbage once a later
-/// one succeeds — but never a file this run read (an input, profile or hierarchy named like a
-/// temporary file is the user's data).
+/// the file unchanged for [`STALE_AGE`](super::restore::STALE_AGE)), so that a killed job
+/// leaves no garbage once a later one succeeds — but never a file this run read (an input,
+/// profile or hierarchy named like a temporary file is the user's data).
 fn remove_stale(dir: &Path, name: &str, ext: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -325,7 +321,16 @@ fn remove_stale(dir: &Path, name: &str, ext: &str) {
     }
 }
 
-/// The process id in `file`, if it is a name [`AtomicFile::new`] makes for the output `name`
+/// The `n`th temporary file name of process `pid` for the output `name` (the first bears no
+/// number); the extension last, so that the format is still told by it.
+fn temporary_name(name: &str, pid: u32, n: usize, ext: &str) -> String {
+    match n {
+        0 => format!(".{name}.pbg-tmp-{pid}.{ext}"),
+        n => format!(".{name}.pbg-tmp-{pid}-{n}.{ext}"),
+    }
+}
+
+/// The process id in `file`, if it is a name [`temporary_name`] makes for the output `name`
 /// (`.NAME.pbg-tmp-PID.EXT` or `.NAME.pbg-tmp-PID-N.EXT`, numbers written as pbg writes them),
 /// or the object store's staging file of one (`#1` after it): a name a user chose that only
 /// begins so (`.r.csv.pbg-tmp-2024-11-29.csv`, a backup) is theirs.
@@ -573,6 +578,9 @@ mod tests {
     #[test]
     fn temporary_names_are_read_back() {
         let pid = |f: &str| temporary_name_pid(f, "r.csv", "csv");
+        for n in [0, 1, 17] {
+            assert_eq!(pid(&temporary_name("r.csv", 123, n, "csv")), Some(123));
+        }
         assert_eq!(pid(".r.csv.pbg-tmp-123.csv"), Some(123));
         assert_eq!(pid(".r.csv.pbg-tmp-123-4.csv"), Some(123));
         assert_eq!(pid(".r.csv.pbg-tmp-123.csv#1"), Some(123));
@@ -636,10 +644,7 @@ mod tests {
         // outputs too).
         let (pid, next) = (std::process::id(), TEMPORARY_FILES.load(Ordering::Relaxed));
         for n in next..next + 64 {
-            let name = match n {
-                0 => format!(".out.csv.pbg-tmp-{pid}.csv"),
-                n => format!(".out.csv.pbg-tmp-{pid}-{n}.csv"),
-            };
+            let name = temporary_name("out.csv", pid, n, "csv");
             std::fs::write(dir.join(name), "user data\n").unwrap();
         }
         let taken = dir.join(format!(".out.csv.pbg-tmp-{pid}-{}.csv", next + 1));

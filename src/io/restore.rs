@@ -317,12 +317,8 @@ pub(super) fn gone(pid: u32) -> bool {
 /// renamed aside, links to any other file and those of a process that still runs stay: they
 /// may be the only copy of a previous file.
 fn remove_stale_kept_links(target: &Path, settled_for: std::time::Duration) {
-    let (Some(dir), Some(identity)) = (target.parent(), entry_identity(target)) else {
+    let (Some(dir), Some(identity)) = (directory_of(target), entry_identity(target)) else {
         return;
-    };
-    let dir = match dir.as_os_str().is_empty() {
-        true => Path::new("."),
-        false => dir,
     };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -547,6 +543,15 @@ pub(super) fn carry_permissions(from: &Path, to: &Path) {
     }
 }
 
+/// The directory `file` lies in, to list its siblings: `.` for a bare name, whose parent is
+/// the empty path (a listing of which fails, and found no sibling).
+pub(super) fn directory_of(file: &Path) -> Option<&Path> {
+    file.parent().map(|dir| match dir.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => dir,
+    })
+}
+
 /// `name` without the object store's staging suffix (`#` and digits: the file a local write
 /// fills before it renames it into place), if it has one.
 pub(super) fn unstaged(name: &str) -> Option<&str> {
@@ -562,7 +567,7 @@ fn staged_name_of(name: &str, stem: &str) -> bool {
 
 /// The object store's staged files of `file` (`file#1`, ...) beside it.
 pub(crate) fn staged_files(file: &std::path::Path) -> HashSet<PathBuf> {
-    let (Some(dir), Some(stem)) = (file.parent(), file.file_name()) else {
+    let (Some(dir), Some(stem)) = (directory_of(file), file.file_name()) else {
         return HashSet::new();
     };
     let stem = stem.to_string_lossy();
@@ -728,6 +733,14 @@ mod tests {
         std::fs::write(&named, "the target").unwrap();
         remove_stale_kept_links(&named, std::time::Duration::ZERO);
         assert_eq!(std::fs::read(&named).unwrap(), b"the target");
+    }
+
+    /// A bare output name's siblings are listed in `.`, not in the empty path.
+    #[test]
+    fn a_bare_names_directory_is_the_current_one() {
+        assert_eq!(directory_of(Path::new("r.csv")), Some(Path::new(".")));
+        assert_eq!(directory_of(Path::new("d/r.csv")), Some(Path::new("d")));
+        assert_eq!(directory_of(Path::new("/")), None);
     }
 
     #[test]
